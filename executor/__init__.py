@@ -1,0 +1,1 @@
+"""codepool executor: the job contract, the nsjail sandbox and the worker process."""

@@ -1,0 +1,65 @@
+"""Cgroup backend for the jails: v1 or v2 where the host lets us, rlimits only otherwise."""
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("memory", "pids")
+
+
+@dataclass(frozen=True)
+class CgroupBackend:
+    """Where nsjail creates each jail's cgroup; ``kind == "off"`` means rlimits only."""
+
+    kind: Literal["v1", "v2", "off"]
+    parent: str = ""
+    v2_mount: Path | None = None
+    reason: str = ""
+
+
+def _prepare_v1(parent: str) -> CgroupBackend:
+    for controller in V1_CONTROLLERS:
+        path = CGROUP_ROOT / controller / parent
+        path.mkdir(exist_ok=True)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is not writable")
+    return CgroupBackend("v1", parent=parent)
+
+
+def _prepare_v2(parent: str) -> CgroupBackend:
+    """Delegates a subtree of our own cgroup: we move into a leaf, jails go under ``parent``.
+
+    The "no internal processes" rule forbids enabling controllers for children of a cgroup
+    that holds processes, so the worker first moves itself into a leaf of its own.
+    """
+    own = Path(Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1].lstrip("/"))
+    base = CGROUP_ROOT / own
+    leaf = base / "codepool-worker"
+    leaf.mkdir(exist_ok=True)
+    for pid in (base / "cgroup.procs").read_text().split():
+        (leaf / "cgroup.procs").write_text(pid)
+    (base / "cgroup.subtree_control").write_text("+memory +pids")
+    jails = base / parent
+    jails.mkdir(exist_ok=True)
+    (jails / "cgroup.subtree_control").write_text("+memory +pids")
+    return CgroupBackend("v2", v2_mount=jails)
+
+
+def detect(mode: Literal["auto", "v1", "v2", "off"], parent: str) -> CgroupBackend:
+    """Prepares the backend ``mode`` asks for; ``auto`` falls back to rlimits with a reason."""
+    if mode == "off":
+        return CgroupBackend("off", reason="disabled by settings")
+    is_v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+    kind = mode if mode != "auto" else ("v2" if is_v2 else "v1")
+    try:
+        return _prepare_v2(parent) if kind == "v2" else _prepare_v1(parent)
+    except OSError as exc:
+        if mode != "auto":
+            raise
+        log.warning("cgroup %s unavailable, limits fall back to rlimits: %s", kind, exc)
+        return CgroupBackend("off", reason=f"cgroup {kind} unavailable: {exc}")

@@ -1,0 +1,168 @@
+"""A pool of sandbox slots: warm zygotes (default) or a fresh jail per job."""
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+
+from executor import cgroups
+from executor.jobs import Execution, Status
+from executor.limits import MIB, SandboxJob
+from executor.nsjail import find_binary
+from executor.settings import SandboxSettings
+from executor.slot import Slot, SlotConfig, SlotFailure
+
+log = logging.getLogger(__name__)
+
+# The zygote, the job's processes and headroom for threads a library may start.
+PIDS_OVERHEAD = 8
+# Fresh jails take outside ids from their own range, after the warm slots'.
+FRESH_ID_OFFSET = 10_000
+
+
+def slot_config(settings: SandboxSettings, preload: tuple[str, ...]) -> SlotConfig:
+    """The settings every slot of this pool is started with."""
+    return SlotConfig(
+        binary=find_binary(),
+        python=settings.python,
+        cgroup=cgroups.detect(settings.cgroup, settings.cgroup_parent),
+        preload=preload,
+        memory_limit_bytes=(settings.max_memory_mb + settings.slot_memory_overhead_mb) * MIB,
+        pids_limit=settings.max_processes + PIDS_OVERHEAD,
+        start_timeout_s=settings.start_timeout_s,
+        kill_grace_s=settings.kill_grace_s,
+    )
+
+
+class SlotPool:
+    """Runs jobs on ``settings.slots`` concurrent slots; infrastructure failures become data."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self._config: SlotConfig | None = None
+        self._idle: asyncio.Queue[Slot] = asyncio.Queue()
+        self._slots: dict[int, Slot] = {}
+        self._free = asyncio.Semaphore(settings.slots)
+        self._busy = 0
+        self._fresh_ids = self._fresh_id_cycle()
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def free_slots(self) -> int:
+        """Slots that could take a job now (what a worker claims from the queue)."""
+        return self.settings.slots - self._busy
+
+    @property
+    def busy_slots(self) -> int:
+        """Slots running a job now."""
+        return self._busy
+
+    async def start(self) -> None:
+        """Starts every warm slot; raises SandboxUnavailable naming the cause if one cannot."""
+        warm = self.settings.isolation == "warm"
+        preload = tuple(self.settings.preload_modules) if warm else ()
+        self._config = slot_config(self.settings, preload)
+        if not warm:
+            await self._probe_fresh()
+            return
+        slots = [self._new_slot(i) for i in range(self.settings.slots)]
+        results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
+        failure = next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None:
+            await asyncio.gather(*(s.stop() for s in slots))
+            raise failure
+        for slot in slots:
+            self._idle.put_nowait(slot)
+
+    async def stop(self) -> None:
+        """Stops every slot and background replacement."""
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*(slot.stop() for slot in self._slots.values()))
+
+    async def run(self, job: SandboxJob) -> Execution:
+        """Runs ``job`` and always returns a result; a broken slot gives ``sandbox_error``."""
+        async with self._free:
+            self._busy += 1
+            try:
+                if self.settings.isolation == "fresh":
+                    return await self._run_fresh(job)
+                return await self._run_warm(job)
+            finally:
+                self._busy -= 1
+
+    async def _run_warm(self, job: SandboxJob) -> Execution:
+        # A slot that breaks is replaced and the job retried once on a healthy one.
+        for attempt in range(2):
+            slot = await self._idle.get()
+            try:
+                result = await slot.run(job)
+            except SlotFailure as exc:
+                log.warning("slot %d failed (attempt %d): %s", slot.index, attempt + 1, exc)
+                self._replace(slot)
+                continue
+            if slot.jobs_run >= self.settings.recycle_after_jobs:
+                self._replace(slot)
+            else:
+                self._idle.put_nowait(slot)
+            return result
+        return sandbox_error("the sandbox slot failed twice while running this job")
+
+    async def _run_fresh(self, job: SandboxJob) -> Execution:
+        slot = Slot(-1, next(self._fresh_ids), self._require_config())
+        started = time.monotonic()
+        try:
+            await slot.start()
+            result = await slot.run(job)
+        except (SlotFailure, RuntimeError) as exc:
+            log.warning("fresh jail failed: %s", exc)
+            return sandbox_error(f"the sandbox failed: {exc}")
+        finally:
+            await slot.stop()
+        return result.model_copy(update={"wall_s": time.monotonic() - started})
+
+    async def _probe_fresh(self) -> None:
+        slot = Slot(-1, next(self._fresh_ids), self._require_config())
+        try:
+            await slot.start()
+        finally:
+            await slot.stop()
+
+    def _new_slot(self, index: int) -> Slot:
+        slot = Slot(index, self.settings.uid_base + index, self._require_config())
+        self._slots[index] = slot
+        return slot
+
+    def _replace(self, old: Slot) -> None:
+        task = asyncio.create_task(self._restart(old))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _restart(self, old: Slot) -> None:
+        await old.stop()
+        while True:
+            slot = self._new_slot(old.index)
+            try:
+                await slot.start()
+            except RuntimeError as exc:
+                log.error("slot %d could not restart, retrying: %s", old.index, exc)
+                await asyncio.sleep(1.0)
+                continue
+            self._idle.put_nowait(slot)
+            return
+
+    def _require_config(self) -> SlotConfig:
+        if self._config is None:
+            raise RuntimeError("SlotPool.start() was not called")
+        return self._config
+
+    def _fresh_id_cycle(self) -> Iterator[int]:
+        base = self.settings.uid_base + FRESH_ID_OFFSET
+        while True:
+            yield from range(base, base + max(self.settings.slots * 4, 64))
+
+
+def sandbox_error(message: str) -> Execution:
+    """An infrastructure failure as a result: retry-safe, never the code's fault."""
+    return Execution(status=Status.SANDBOX_ERROR, stderr=message)

@@ -1,0 +1,57 @@
+"""Sandbox settings: pool shape, jail options and the server-side maxima of every limit."""
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PRELOAD = ["numpy", "sympy", "scipy", "math_verify"]
+DEFAULT_SANDBOX_PYTHON = Path("/opt/codepool/sandbox/bin/python3")
+
+
+class SandboxSettings(BaseSettings):
+    """How a worker runs code. Read from ``CODEPOOL_SANDBOX_*`` variables, validated at start."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEPOOL_SANDBOX_", extra="ignore")
+
+    slots: int = Field(4, ge=1, le=4096, description="Concurrent jobs; size by memory, not cores.")
+    isolation: Literal["warm", "fresh"] = Field(
+        "warm", description="warm: forked from a zygote per slot; fresh: a new nsjail per job."
+    )
+    python: Path = Field(DEFAULT_SANDBOX_PYTHON, description="Interpreter run inside the jail.")
+    preload_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_PRELOAD))
+    recycle_after_jobs: int = Field(1000, ge=1, description="Restart a slot after this many jobs.")
+    uid_base: int = Field(
+        200_000, ge=1000, description="Outside uid/gid of slot i is uid_base + i; never root."
+    )
+    cgroup: Literal["auto", "v1", "v2", "off"] = "auto"
+    cgroup_parent: str = Field("codepool", pattern=r"^[A-Za-z0-9_.-]+$")
+    slot_memory_overhead_mb: int = Field(
+        768, ge=64, description="Cgroup headroom over the job limit: zygote, tmpfs, page cache."
+    )
+    start_timeout_s: float = Field(60.0, gt=0)
+    kill_grace_s: float = Field(3.0, gt=0, description="Worker-side slack over a job's wall time.")
+
+    default_timeout_s: float = Field(10.0, gt=0)
+    max_timeout_s: float = Field(60.0, gt=0)
+    default_memory_mb: int = Field(512, ge=16)
+    max_memory_mb: int = Field(4096, ge=16)
+    max_processes: int = Field(32, ge=1)
+    max_file_size_mb: int = Field(16, ge=1)
+    max_open_files: int = Field(256, ge=16)
+    output_cap_bytes: int = Field(64 * 1024, ge=256, description="Kept per stream: head + tail.")
+    output_kill_bytes: int = Field(
+        16 * 1024 * 1024, ge=1024, description="Total output after which the job is killed."
+    )
+    max_code_bytes: int = Field(1024 * 1024, ge=1)
+    max_stdin_bytes: int = Field(16 * 1024 * 1024, ge=0)
+    max_files: int = Field(64, ge=0)
+
+    @model_validator(mode="after")
+    def _defaults_within_maxima(self) -> "SandboxSettings":
+        if self.default_timeout_s > self.max_timeout_s:
+            raise ValueError("default_timeout_s must not exceed max_timeout_s")
+        if self.default_memory_mb > self.max_memory_mb:
+            raise ValueError("default_memory_mb must not exceed max_memory_mb")
+        return self
