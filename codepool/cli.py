@@ -31,7 +31,18 @@ def worker() -> None:
     _not_built(3)
 
 
-@app.command()
-def train() -> None:
-    """Train a policy with GRPO-RoC against a running codepool."""
-    _not_built(4)
+@app.command(
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
+    add_help_option=False,
+)
+def train(ctx: typer.Context) -> None:
+    """Train a policy with GRPO-RoC against a running codepool (--help lists every flag)."""
+    from trainer.local.cli_args import parse_config
+    from trainer.local.train import train as run_training
+
+    run_dir = run_training(parse_config(ctx.args))
+    typer.echo(f"run folder: {run_dir}")
