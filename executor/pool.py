@@ -44,6 +44,8 @@ class SlotPool:
         self._slots: dict[int, Slot] = {}
         self._free = asyncio.Semaphore(settings.slots)
         self._busy = 0
+        self.restarts = 0  # slots replaced, recycled or broken
+        self.slot_failures = 0  # slots that broke while holding a job
         self._fresh_ids = self._fresh_id_cycle()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -56,6 +58,10 @@ class SlotPool:
     def busy_slots(self) -> int:
         """Slots running a job now."""
         return self._busy
+
+    def slots(self) -> list[Slot]:
+        """The warm slots now in the pool (idle or busy)."""
+        return list(self._slots.values())
 
     async def start(self) -> None:
         """Starts every warm slot; raises SandboxUnavailable naming the cause if one cannot."""
@@ -99,6 +105,7 @@ class SlotPool:
             try:
                 result = await slot.run(job)
             except SlotFailure as exc:
+                self.slot_failures += 1
                 log.warning("slot %d failed (attempt %d): %s", slot.index, attempt + 1, exc)
                 self._replace(slot)
                 continue
@@ -135,6 +142,7 @@ class SlotPool:
         return slot
 
     def _replace(self, old: Slot) -> None:
+        self.restarts += 1
         task = asyncio.create_task(self._restart(old))
         self._background.add(task)
         task.add_done_callback(self._background.discard)

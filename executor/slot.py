@@ -61,6 +61,7 @@ class Slot:
         self.outside_id = outside_id
         self.config = config
         self.jobs_run = 0
+        self.busy = False
         self.start_s = 0.0
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -70,6 +71,11 @@ class Slot:
     def alive(self) -> bool:
         """True while the jail process runs."""
         return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        """The nsjail process's pid on the host, while it runs."""
+        return self._proc.pid if self.alive and self._proc is not None else None
 
     def stderr_tail(self) -> str:
         """The last lines nsjail and the zygote wrote: the cause when a slot fails."""
@@ -108,6 +114,7 @@ class Slot:
         if proc is None or proc.stdin is None or proc.stdout is None or not self.alive:
             raise SlotFailure(f"slot {self.index} is not running")
         budget_s = job.limits.timeout_s + self.config.kill_grace_s + WIPE_MARGIN_S
+        self.busy = True
         try:
             proc.stdin.write(framing.encode(job.to_wire()))
             await proc.stdin.drain()
@@ -117,6 +124,8 @@ class Slot:
             raise SlotFailure(
                 f"slot {self.index} failed: {exc!r}; nsjail said:\n{self.stderr_tail()}"
             ) from exc
+        finally:
+            self.busy = False
         self.jobs_run += 1
         return Execution.model_validate(message)
 

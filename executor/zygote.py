@@ -187,6 +187,7 @@ def child_main(job, status_fd):
     exit_code, memory_error = 1, False
     try:
         os.chdir("/work")
+        _set_dumpable(1)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _set_limits(job)
         _reopen_std_streams()
@@ -194,6 +195,7 @@ def child_main(job, status_fd):
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
         _write_files(job["files"])
+        sys.path.insert(0, "/work")  # as for a script run from the working directory
         _execute(job["code"], job["echo_last_expr"])
         exit_code = 0
     except SystemExit as exc:
@@ -413,10 +415,11 @@ class Run:
 def _status_from_exit(exit_code, signal_number, cpu_s, memory_error, job):
     if memory_error:
         return "memory_limit"
-    if signal_number in (signal.SIGXCPU, signal.SIGKILL) and cpu_s >= job["cpu_time_s"]:
+    # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one (soft + 1 s).
+    if signal_number == signal.SIGXCPU:
         return "timeout"
-    if signal_number == signal.SIGXFSZ:
-        return "output_limit"
+    if signal_number == signal.SIGKILL and cpu_s >= job["cpu_time_s"]:
+        return "timeout"
     if signal_number is not None:
         return "killed"
     return "ok" if exit_code == 0 else "error"
@@ -480,12 +483,23 @@ def _prepare_for_fork():
     gc.freeze()
 
 
-def _harden_self():
-    # Children run with this uid: they must not read our memory or ptrace us.
-    import ctypes
+PR_SET_DUMPABLE = 4
+_libc = None
 
-    pr_set_dumpable = 4
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+
+def _set_dumpable(flag):
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+
+
+def _harden_self():
+    # Children run with this uid: they must not read our memory or environment. Each child
+    # turns dumpable back on, so that its own /proc/self stays readable to it.
+    _set_dumpable(0)
     # As pid 1, a signal with the default disposition is dropped; Python's SIGINT handler
     # would otherwise let a job raise KeyboardInterrupt in us.
     signal.signal(signal.SIGINT, signal.SIG_DFL)

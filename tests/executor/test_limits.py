@@ -1,0 +1,37 @@
+"""Limits: defaults, clamping to server maxima, settings validation."""
+
+import pytest
+from pydantic import ValidationError
+
+from executor.limits import MIB, JobLimits
+from executor.settings import SandboxSettings
+
+
+def test_defaults_apply_when_the_request_says_nothing() -> None:
+    settings = SandboxSettings(default_timeout_s=7, default_memory_mb=300)
+    limits = JobLimits.resolve(settings)
+    assert (limits.timeout_s, limits.cpu_time_s, limits.memory_bytes) == (7, 7, 300 * MIB)
+
+
+def test_requests_are_clamped_to_the_maxima() -> None:
+    settings = SandboxSettings(max_timeout_s=20, max_memory_mb=1024)
+    limits = JobLimits.resolve(settings, timeout_s=10_000, memory_mb=10**6)
+    assert (limits.timeout_s, limits.memory_bytes) == (20, 1024 * MIB)
+    smaller = JobLimits.resolve(settings, timeout_s=0.5, memory_mb=64)
+    assert (smaller.timeout_s, smaller.memory_bytes) == (0.5, 64 * MIB)
+
+
+def test_unsafe_settings_are_refused() -> None:
+    with pytest.raises(ValidationError, match="uid_base"):
+        SandboxSettings(uid_base=0)  # never root outside the jail
+    with pytest.raises(ValidationError, match="default_timeout_s"):
+        SandboxSettings(default_timeout_s=100, max_timeout_s=10)
+    with pytest.raises(ValidationError, match="slots"):
+        SandboxSettings(slots=0)
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEPOOL_SANDBOX_SLOTS", "12")
+    monkeypatch.setenv("CODEPOOL_SANDBOX_ISOLATION", "fresh")
+    settings = SandboxSettings()
+    assert (settings.slots, settings.isolation) == (12, "fresh")
