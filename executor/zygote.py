@@ -18,7 +18,6 @@ import ast
 import builtins
 import json
 import os
-import random
 import resource
 import selectors
 import shutil
@@ -140,11 +139,14 @@ def _execute(code, echo_last_expr):
     import linecache
 
     linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    if not echo_last_expr:  # the common case skips building an AST in Python
+        exec(compile(code, CODE_FILENAME, "exec"), namespace)
+        return
     tree = ast.parse(code, CODE_FILENAME)
     last = None
-    if echo_last_expr and tree.body and isinstance(tree.body[-1], ast.Expr):
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
     exec(compile(tree, CODE_FILENAME, "exec"), namespace)
     if last is not None:
         value = eval(compile(last, CODE_FILENAME, "eval"), namespace)
@@ -191,9 +193,6 @@ def child_main(job, status_fd):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _set_limits(job)
         _reopen_std_streams()
-        random.seed()
-        if "numpy" in sys.modules:
-            sys.modules["numpy"].random.seed()
         _write_files(job["files"])
         sys.path.insert(0, "/work")  # as for a script run from the working directory
         _execute(job["code"], job["echo_last_expr"])
@@ -222,10 +221,22 @@ def child_main(job, status_fd):
 # --- the zygote: fork ahead, dispatch, drain, reap, clean ------------------------------------
 
 
+def _reseed():
+    """Fresh random state for the next child, set here where no page is shared yet.
+
+    Python's ``random`` reseeds itself in each child (an at-fork hook); numpy's global state
+    does not, and reseeding it in the child would copy ~120 shared pages per job.
+    """
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
 class Standby:
     """A child forked ahead of its job, so fork's cost is paid while the slot is idle."""
 
     def __init__(self, ctrl_fds):
+        _reseed()
         job_r, self.job_w = os.pipe()
         in_r, self.in_w = os.pipe()
         self.out_r, out_w = os.pipe()
