@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 
 from executor import cgroups
+from executor.jail_code import StagedJailCode
 from executor.jobs import Execution, Status
 from executor.limits import MIB, SandboxJob
 from executor.nsjail import find_binary
@@ -20,11 +21,14 @@ PIDS_OVERHEAD = 8
 FRESH_ID_OFFSET = 10_000
 
 
-def slot_config(settings: SandboxSettings, preload: tuple[str, ...]) -> SlotConfig:
+def slot_config(
+    settings: SandboxSettings, preload: tuple[str, ...], jail_code: StagedJailCode
+) -> SlotConfig:
     """The settings every slot of this pool is started with."""
     return SlotConfig(
         binary=find_binary(),
         python=settings.python,
+        jail_code=jail_code.root,
         cgroup=cgroups.detect(settings.cgroup, settings.cgroup_parent),
         preload=preload,
         memory_limit_bytes=(settings.max_memory_mb + settings.slot_memory_overhead_mb) * MIB,
@@ -40,6 +44,7 @@ class SlotPool:
     def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
         self._config: SlotConfig | None = None
+        self._jail_code: StagedJailCode | None = None
         self._idle: asyncio.Queue[Slot] = asyncio.Queue()
         self._slots: dict[int, Slot] = {}
         self._free = asyncio.Semaphore(settings.slots)
@@ -67,15 +72,22 @@ class SlotPool:
         """Starts every warm slot; raises SandboxUnavailable naming the cause if one cannot."""
         warm = self.settings.isolation == "warm"
         preload = tuple(self.settings.preload_modules) if warm else ()
-        self._config = slot_config(self.settings, preload)
-        if not warm:
-            await self._probe_fresh()
-            return
+        self._jail_code = StagedJailCode()
+        self._config = slot_config(self.settings, preload, self._jail_code)
+        try:
+            if warm:
+                await self._start_warm_slots()
+            else:
+                await self._probe_fresh()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_warm_slots(self) -> None:
         slots = [self._new_slot(i) for i in range(self.settings.slots)]
         results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
         failure = next((r for r in results if isinstance(r, BaseException)), None)
         if failure is not None:
-            await asyncio.gather(*(s.stop() for s in slots))
             raise failure
         for slot in slots:
             self._idle.put_nowait(slot)
@@ -86,6 +98,8 @@ class SlotPool:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await asyncio.gather(*(slot.stop() for slot in self._slots.values()))
+        if self._jail_code is not None:
+            self._jail_code.close()
 
     async def run(self, job: SandboxJob) -> Execution:
         """Runs ``job`` and always returns a result; a broken slot gives ``sandbox_error``."""

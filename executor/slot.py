@@ -8,11 +8,11 @@ import logging
 import signal
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from executor import framing
 from executor.cgroups import CgroupBackend
+from executor.jail_code import BOOTSTRAP, JAIL_CODE_DIR
 from executor.jobs import Execution
 from executor.limits import SandboxJob
 from executor.nsjail import JailSpec, SandboxUnavailable, build_command
@@ -35,17 +35,13 @@ class SlotConfig:
 
     binary: Path
     python: Path
+    jail_code: Path
     cgroup: CgroupBackend
     preload: tuple[str, ...]
     memory_limit_bytes: int
     pids_limit: int
     start_timeout_s: float
     kill_grace_s: float
-
-
-def zygote_source() -> str:
-    """The zygote program, passed to the jailed interpreter with ``-c``."""
-    return resources.files("executor").joinpath("zygote.py").read_text()
 
 
 def _die_with_parent() -> None:
@@ -85,8 +81,9 @@ class Slot:
         """Starts the jail and waits for the zygote's ready frame."""
         config = self.config
         spec = JailSpec(self.outside_id, config.memory_limit_bytes, config.pids_limit)
-        zygote_args = ["-c", zygote_source(), json.dumps({"preload": list(config.preload)})]
-        argv = build_command(config.binary, config.python, config.cgroup, spec, zygote_args)
+        zygote_args = ["-c", BOOTSTRAP, json.dumps({"preload": list(config.preload)})]
+        binds = ((config.jail_code, JAIL_CODE_DIR),)
+        argv = build_command(config.binary, config.python, config.cgroup, spec, zygote_args, binds)
         started = time.monotonic()
         self._proc = await asyncio.create_subprocess_exec(
             *argv,

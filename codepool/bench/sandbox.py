@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from codepool.bench.stats import Measurement
+from executor.jail_code import StagedJailCode
 from executor.jobs import Status
 from executor.limits import JobLimits, SandboxJob
 from executor.nsjail import JailSpec, build_command
@@ -82,9 +83,11 @@ def _process_call(argv_for: Callable[[str], list[str]]) -> Call:
     return call
 
 
-def _nsjail_argv(settings: SandboxSettings, slots: int) -> Callable[[str], list[str]]:
+def _nsjail_argv(
+    settings: SandboxSettings, slots: int, jail_code: StagedJailCode
+) -> Callable[[str], list[str]]:
     """``nsjail <our policy> -- python3 -I -c CODE``: a jail and an interpreter per call."""
-    config = slot_config(settings, preload=())
+    config = slot_config(settings, (), jail_code)
     first_id = settings.uid_base + 20_000
     ids = itertools.cycle(range(first_id, first_id + slots))
 
@@ -139,8 +142,9 @@ async def run(slots: int, calls: int, baseline_calls: int) -> None:
     for n in sorted({1, slots}):
         warm = await _pool_mode(settings, WARM, n, calls)
         fresh = await _pool_mode(settings, "fresh mode", n, baseline_calls)
-        jail_call = _process_call(_nsjail_argv(settings, n))
-        jail = await _each_workload("nsjail + python3 -c", jail_call, n, baseline_calls)
+        with StagedJailCode() as jail_code:
+            jail_call = _process_call(_nsjail_argv(settings, n, jail_code))
+            jail = await _each_workload("nsjail + python3 -c", jail_call, n, baseline_calls)
         python = await _each_workload("python3 -c", python_call, n, baseline_calls)
         for workload in WORKLOADS:
             for measured in (warm[workload], fresh[workload], jail[workload], python[workload]):

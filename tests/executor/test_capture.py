@@ -1,6 +1,6 @@
 """The zygote's head-and-tail output capture (a pure class, tested directly)."""
 
-from executor.zygote import Capture
+from executor.jail.capture import Capture
 
 
 def test_small_output_is_kept_whole() -> None:
