@@ -7,11 +7,12 @@ from collections.abc import Iterator
 
 from executor import cgroups
 from executor.jail_code import StagedJailCode
+from executor.jail_process import SlotConfig
 from executor.jobs import Execution, Status
 from executor.limits import MIB, SandboxJob
 from executor.nsjail import find_binary
 from executor.settings import SandboxSettings
-from executor.slot import Slot, SlotConfig, SlotFailure
+from executor.slot import Slot, SlotFailure
 
 log = logging.getLogger(__name__)
 
