@@ -72,3 +72,64 @@ class JobResult(Execution):
 
     id: str
     queue_s: float = 0.0
+
+
+class SessionState(StrEnum):
+    """Where a session stands. Anything but ``alive`` is final."""
+
+    ALIVE = "alive"
+    CLOSED = "closed"  # deleted by its client
+    EXPIRED = "expired"  # idle past its TTL
+    KILLED = "killed"  # a cell timed out, ran out of memory or flooded output
+    LOST = "lost"  # the worker holding it died: state cannot be replayed
+
+
+class SessionCreateRequest(BaseModel):
+    """A new live interpreter. Limits left out take the server's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_mb: Annotated[int, Field(gt=0)] | None = None
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    idle_ttl_s: Annotated[float, Field(gt=0)] | None = None
+    client_id: Annotated[str, Field(max_length=128)] | None = None
+
+
+class SessionExecuteRequest(BaseModel):
+    """One cell, run in the session's persistent globals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    stdin: str = ""
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    echo_last_expr: bool = True
+
+
+class SessionForkRequest(BaseModel):
+    """``n`` independent copies of a session's state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: Annotated[int, Field(ge=1, le=256)]
+
+
+class SessionInfo(BaseModel):
+    """A session as clients see it."""
+
+    id: str
+    state: SessionState
+    parent_id: str | None = None
+    client_id: str | None = None
+    cells_run: int = 0
+    idle_ttl_s: float
+    idle_s: float = 0.0
+    memory_mb: int
+    timeout_s: float
+
+
+class CellResult(Execution):
+    """One cell's execution, and whether the session survived it."""
+
+    session_id: str
+    session_state: SessionState

@@ -55,3 +55,22 @@ class SandboxSettings(BaseSettings):
         if self.default_memory_mb > self.max_memory_mb:
             raise ValueError("default_memory_mb must not exceed max_memory_mb")
         return self
+
+
+class SessionSettings(BaseSettings):
+    """Live sessions on a worker. Read from ``CODEPOOL_SESSION_*`` variables."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEPOOL_SESSION_", extra="ignore")
+
+    max_sessions: int = Field(256, ge=1, description="Live sessions per worker, forks included.")
+    max_sessions_per_client: int = Field(128, ge=1)
+    max_fork: int = Field(64, ge=1, description="Copies one fork request may ask for.")
+    default_idle_ttl_s: float = Field(300.0, gt=0)
+    max_idle_ttl_s: float = Field(3600.0, gt=0)
+    spare_hosts: int = Field(1, ge=0, description="Host jails kept started for quick opens.")
+    host_memory_mb: int = Field(
+        8192, ge=256, description="Cgroup memory of one family's jail (a session and its forks)."
+    )
+    cpu_budget_s: float = Field(3600.0, gt=0, description="CPU seconds one session may use.")
+    expiry_interval_s: float = Field(1.0, gt=0)
+    tombstones: int = Field(10_000, ge=0, description="Ended sessions remembered for answers.")

@@ -1,17 +1,21 @@
-"""Head-and-tail capture of an output stream, with a visible truncation marker."""
+"""Head-and-tail capture of an output stream, with a visible truncation marker.
+
+Used inside the jail (per job) and by the worker (per session cell).
+"""
 
 
 class Capture:
     """Keeps the head and the tail of a byte stream, counting what it drops."""
 
-    def __init__(self, cap_bytes):
+    def __init__(self, cap_bytes: int) -> None:
         self.head_cap = cap_bytes // 2
         self.tail_cap = cap_bytes - self.head_cap
         self.head = bytearray()
         self.tail = bytearray()
         self.total_bytes = 0
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> None:
+        """Adds bytes from the stream."""
         self.total_bytes += len(data)
         room = self.head_cap - len(self.head)
         if room > 0:
@@ -23,10 +27,12 @@ class Capture:
                 del self.tail[: len(self.tail) - self.tail_cap]
 
     @property
-    def truncated(self):
+    def truncated(self) -> bool:
+        """True when bytes were dropped between head and tail."""
         return self.total_bytes > len(self.head) + len(self.tail)
 
-    def text(self):
+    def text(self) -> str:
+        """The kept bytes as text (invalid UTF-8 replaced), with a marker where bytes were cut."""
         if not self.truncated:
             return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
         dropped = self.total_bytes - len(self.head) - len(self.tail)

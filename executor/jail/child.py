@@ -29,19 +29,30 @@ def set_dumpable(flag):
     _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
 
 
-def _set_limits(job):
-    cpu_s = max(1, int(job["cpu_time_s"] + 0.999))
+def apply_limits(limits):
+    """Sets this process's rlimits from a job's (or a session's) limits."""
+    cpu_s = max(1, int(limits["cpu_time_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    # Address space = what the zygote already maps (mostly shared, untouched) + the job's budget.
+    # Address space = what the zygote already maps (mostly shared, untouched) + the budget.
     with open("/proc/self/statm") as statm:
         mapped_bytes = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    as_bytes = mapped_bytes + job["memory_bytes"]
+    as_bytes = mapped_bytes + limits["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_size_bytes"],) * 2)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (job["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
     # The zygote counts against the per-uid process limit too.
-    resource.setrlimit(resource.RLIMIT_NPROC, (job["processes"] + 1,) * 2)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"] + 1,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def enter_workload(limits):
+    """What every process that runs user code does first: cwd, /proc access, limits, streams."""
+    os.chdir(WORK_DIR)
+    set_dumpable(1)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    apply_limits(limits)
+    _reopen_std_streams()
+    sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
 
 
 def _reopen_std_streams():
@@ -56,17 +67,16 @@ def _reopen_std_streams():
 
 def _write_files(files):
     for rel_path, text in files.items():
-        path = os.path.join("/work", rel_path)
+        path = os.path.join(WORK_DIR, rel_path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
 
 
-def _execute(code, echo_last_expr):
+def _execute(code, echo_last_expr, namespace):
     import linecache
 
     linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
     if not echo_last_expr:  # the common case skips building an AST in Python
         exec(compile(code, CODE_FILENAME, "exec"), namespace)
         return
@@ -98,38 +108,42 @@ def _exit_code(exc):
     return 1
 
 
-def _report(status_fd, exit_code, memory_error):
-    """The child's last words: its outcome, so the zygote can answer before teardown ends."""
+def new_namespace():
+    """Globals for code run as ``__main__``."""
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def run_code(code, echo_last_expr, namespace):
+    """Runs code in ``namespace``; returns (exit_code, memory_error). Failures go to stderr."""
+    try:
+        _execute(code, echo_last_expr, namespace)
+        return 0, False
+    except SystemExit as exc:
+        return _exit_code(exc), False
+    except MemoryError as exc:
+        _print_user_traceback(exc)
+        return 1, True
+    except BaseException as exc:  # the workload's failure is data, reported on stderr
+        _print_user_traceback(exc)
+        return 1, False
+
+
+def cpu_and_rss():
+    """CPU seconds used by this process and its waited-for children, and the peak RSS."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    report = {
-        "exit_code": exit_code,
-        "memory_error": memory_error,
-        "cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
-        "max_rss_bytes": max(own.ru_maxrss, kids.ru_maxrss) * 1024,
-    }
-    write_frame(status_fd, report)
+    cpu_s = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return cpu_s, max(own.ru_maxrss, kids.ru_maxrss) * 1024
 
 
 def child_main(job, status_fd):
     """Runs in the forked child: limits, std streams, then the code. Never returns."""
     exit_code, memory_error = 1, False
     try:
-        os.chdir("/work")
-        set_dumpable(1)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        _set_limits(job)
-        _reopen_std_streams()
+        enter_workload(job)
         _write_files(job["files"])
-        sys.path.insert(0, "/work")  # as for a script run from the working directory
-        _execute(job["code"], job["echo_last_expr"])
-        exit_code = 0
-    except SystemExit as exc:
-        exit_code = _exit_code(exc)
-    except MemoryError as exc:
-        memory_error = True
-        _print_user_traceback(exc)
-    except BaseException as exc:  # the workload's failure is data, reported on stderr
+        exit_code, memory_error = run_code(job["code"], job["echo_last_expr"], new_namespace())
+    except BaseException as exc:  # our own set-up failed (a bad file path, say): on stderr
         _print_user_traceback(exc)
     try:
         import atexit
@@ -139,7 +153,10 @@ def child_main(job, status_fd):
         sys.stderr.flush()
         os.close(1)
         os.close(2)
-        _report(status_fd, exit_code, memory_error)
+        cpu_s, max_rss_bytes = cpu_and_rss()
+        report = {"exit_code": exit_code, "memory_error": memory_error, "cpu_s": cpu_s}
+        # The child's last words, so that the zygote can answer before teardown ends.
+        write_frame(status_fd, {**report, "max_rss_bytes": max_rss_bytes})
     except BaseException:
         pass
     os._exit(exit_code)

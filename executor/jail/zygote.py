@@ -18,12 +18,14 @@ import gc
 import json
 import os
 import signal
+import socket
 import sys
 
 from .child import set_dumpable
 from .cleanup import wipe_work_dirs
 from .framing import read_frame, write_frame
 from .process import Run, Standby
+from .sessions import host_main
 
 
 def _preload(module_names):
@@ -57,7 +59,7 @@ def _harden_self():
 
 
 def main():
-    """Preloads, hardens itself, then serves job frames until its stdin closes."""
+    """Preloads, hardens itself, then serves jobs (or hosts sessions) until its input closes."""
     config = json.loads(sys.argv[1])
     ctrl_in, ctrl_out = os.dup(0), os.dup(1)
     devnull = os.open("/dev/null", os.O_RDONLY)
@@ -69,7 +71,16 @@ def main():
     _harden_self()
     wipe_work_dirs()
     ready = {"ready": True, "pid": os.getpid(), "python": sys.version, "preloaded": loaded}
+    if config.get("mode") == "sessions":
+        os.close(ctrl_out)
+        host_main(socket.socket(fileno=ctrl_in), ready)
+        return
     write_frame(ctrl_out, ready)
+    serve_jobs(ctrl_in, ctrl_out)
+
+
+def serve_jobs(ctrl_in, ctrl_out):
+    """One job at a time: dispatch to the standby child, answer, clean up, fork the next."""
     standby = Standby((ctrl_in, ctrl_out))
     while True:
         job = read_frame(ctrl_in)
