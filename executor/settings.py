@@ -8,6 +8,16 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_PRELOAD = ["numpy", "sympy", "scipy", "math_verify"]
 DEFAULT_SANDBOX_PYTHON = Path("/opt/codepool/sandbox/bin/python3")
+MAX_AUTO_SLOTS = 1024
+
+
+def available_memory_mb() -> float:
+    """MemAvailable from /proc/meminfo (the cgroup's limit is not consulted)."""
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("MemAvailable missing from /proc/meminfo")
 
 
 class SandboxSettings(BaseSettings):
@@ -15,7 +25,15 @@ class SandboxSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEPOOL_SANDBOX_", extra="ignore")
 
-    slots: int = Field(4, ge=1, le=4096, description="Concurrent jobs; size by memory, not cores.")
+    slots: int = Field(
+        0, ge=0, le=4096, description="Concurrent jobs; 0 sizes them by available memory."
+    )
+    slot_budget_mb: int = Field(
+        100, ge=16, description="Memory one idle slot costs (its zygote), for sizing by memory."
+    )
+    memory_fraction: float = Field(
+        0.8, gt=0, le=1, description="Share of available memory that auto-sized slots may plan on."
+    )
     isolation: Literal["warm", "fresh"] = Field(
         "warm", description="warm: forked from a zygote per slot; fresh: a new nsjail per job."
     )
@@ -47,6 +65,15 @@ class SandboxSettings(BaseSettings):
     max_code_bytes: int = Field(1024 * 1024, ge=1)
     max_stdin_bytes: int = Field(16 * 1024 * 1024, ge=0)
     max_files: int = Field(64, ge=0)
+
+    @model_validator(mode="after")
+    def _size_by_memory(self) -> "SandboxSettings":
+        # Sleeping or I/O-bound code must not hold a core: slots are bounded by memory only.
+        if self.slots == 0:
+            per_slot_mb = self.slot_budget_mb + self.default_memory_mb
+            usable_mb = available_memory_mb() * self.memory_fraction
+            self.slots = max(1, min(MAX_AUTO_SLOTS, int(usable_mb // per_slot_mb)))
+        return self
 
     @model_validator(mode="after")
     def _defaults_within_maxima(self) -> "SandboxSettings":

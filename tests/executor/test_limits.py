@@ -27,7 +27,7 @@ def test_unsafe_settings_are_refused() -> None:
     with pytest.raises(ValidationError, match="default_timeout_s"):
         SandboxSettings(default_timeout_s=100, max_timeout_s=10)
     with pytest.raises(ValidationError, match="slots"):
-        SandboxSettings(slots=0)
+        SandboxSettings(slots=-1)
 
 
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,3 +35,11 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("CODEPOOL_SANDBOX_ISOLATION", "fresh")
     settings = SandboxSettings()
     assert (settings.slots, settings.isolation) == (12, "fresh")
+
+
+def test_slots_are_sized_by_memory_when_not_given() -> None:
+    small = SandboxSettings(slots=0, default_memory_mb=256, slot_budget_mb=100)
+    large = SandboxSettings(slots=0, default_memory_mb=2048, slot_budget_mb=100)
+    assert small.slots > large.slots >= 1
+    assert small.slots >= 2 * large.slots - 1  # ~6x the memory per slot, far fewer slots
+    assert SandboxSettings(slots=7).slots == 7
