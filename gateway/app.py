@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import JSONResponse
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -45,7 +45,6 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         version=build_version(),
         summary="Sandboxed code execution for agentic RL",
         lifespan=_lifespan,
-        default_response_class=ORJSONResponse,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -60,7 +59,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     return app
 
 
-async def _queue_lost_handler(request: Any, exc: Exception) -> ORJSONResponse:
+async def _queue_lost_handler(request: Any, exc: Exception) -> JSONResponse:
     settings: GatewaySettings = request.app.state.settings
     error = Rejected(503, "queue_lost", "Redis lost queued work (restarted?); retry",
                      settings.retry_after_s)  # fmt: skip

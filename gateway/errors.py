@@ -3,7 +3,7 @@
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import JSONResponse
 
 
 class FieldError(Exception):
@@ -31,18 +31,18 @@ class QueueLost(Exception):
     """Redis lost the queue (restart without persistence) while the job waited."""
 
 
-async def field_error_handler(request: Request, exc: Exception) -> ORJSONResponse:
+async def field_error_handler(request: Request, exc: Exception) -> JSONResponse:
     """422 naming the field, like FastAPI's own validation errors."""
     assert isinstance(exc, FieldError)
     detail: list[dict[str, Any]] = [{"loc": ["body", *exc.loc], "msg": exc.message,
                                      "type": exc.kind}]  # fmt: skip
-    return ORJSONResponse({"detail": detail}, status_code=422)
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
-async def rejected_handler(request: Request, exc: Exception) -> ORJSONResponse:
+async def rejected_handler(request: Request, exc: Exception) -> JSONResponse:
     """429 / 503 with Retry-After and the reason."""
     assert isinstance(exc, Rejected)
-    return ORJSONResponse(
+    return JSONResponse(
         {"detail": exc.message, "reason": exc.reason},
         status_code=exc.status_code,
         headers={"Retry-After": str(exc.retry_after_s)},
