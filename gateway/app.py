@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -21,6 +22,7 @@ from gateway.errors import (
     Rejected,
     field_error_handler,
     rejected_handler,
+    validation_error_handler,
 )
 from gateway.idempotency import Idempotency
 from gateway.metrics import GatewayMetrics, HttpMetricsMiddleware, build_version
@@ -50,6 +52,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(FieldError, field_error_handler)
     app.add_exception_handler(Rejected, rejected_handler)
     app.add_exception_handler(QueueLost, _queue_lost_handler)

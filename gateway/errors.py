@@ -3,6 +3,7 @@
 from typing import Any
 
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 
@@ -47,3 +48,11 @@ async def rejected_handler(request: Request, exc: Exception) -> JSONResponse:
         status_code=exc.status_code,
         headers={"Retry-After": str(exc.retry_after_s)},
     )
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each bad field; the offending input is not echoed (it may be huge or NaN)."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [{"loc": list(err["loc"]), "msg": str(err["msg"]), "type": str(err["type"])}
+              for err in exc.errors()]  # fmt: skip
+    return JSONResponse({"detail": detail}, status_code=422)
