@@ -93,7 +93,9 @@ async def test_redis_restart_answers_503_or_completes_and_recovers(
             assert "retry-after" in response.headers
         deadline = time.monotonic() + 30
         while True:  # the gateway and the worker reconnect by themselves
-            after = await client.post("/v1/execute", json={"code": "print(2)", "timeout_s": 1, "deadline_s": 5})
+            after = await client.post(
+                "/v1/execute", json={"code": "print(2)", "timeout_s": 1, "deadline_s": 5}
+            )
             if after.status_code == 200 and after.json()["status"] == "ok":
                 break
             assert time.monotonic() < deadline, after.text
@@ -123,7 +125,7 @@ def test_job_delivered_too_often_is_dead_lettered(
     while client.xlen(keys.DEAD_LETTER_STREAM) < 2:
         assert time.monotonic() < deadline, "nothing was dead-lettered"
         time.sleep(0.1)
-    (_, fields), = client.xrange(reply_to)
+    ((_, fields),) = client.xrange(reply_to)
     result = orjson.loads(fields[keys.REPLY_RESULT_FIELD.encode()])
     assert (result["id"], result["status"]) == ("dead-1", "sandbox_error")
     assert client.xlen(keys.JOBS_STREAM) == 0
