@@ -53,10 +53,23 @@ class RedisServer:
         """Starts it and waits for PING."""
         binary = shutil.which("redis-server") or "redis-server"
         self.proc = subprocess.Popen(
-            [binary, "--port", "0", "--unixsocket", str(self.socket_path), "--save", "",
-             "--appendonly", "no", "--dir", str(self.run_dir), "--loglevel", "warning"],
+            [
+                binary,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(self.socket_path),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.run_dir),
+                "--loglevel",
+                "warning",
+            ],
             stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         client = self.client()
         deadline = time.monotonic() + 10
         while True:
@@ -92,13 +105,16 @@ class Workers:
         worker_id = f"test-{index}"
         uid_base = unique_uid_base() + WORKER_UID_OFFSET + index * WORKER_UID_STRIDE
         full_env = {
-            **os.environ, **TEST_SANDBOX_ENV, **self.env, **env,
+            **os.environ,
+            **TEST_SANDBOX_ENV,
+            **self.env,
+            **env,
             "CODEPOOL_REDIS_URL": self.redis_url,
             "CODEPOOL_WORKER_ID": worker_id,
             "CODEPOOL_METRICS_PORT": env.get("CODEPOOL_METRICS_PORT", "0"),
             "CODEPOOL_SANDBOX_SLOTS": str(slots),
             "CODEPOOL_SANDBOX_UID_BASE": str(uid_base),
-        }  # fmt: skip
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "codepool", "worker", "--log-level", "warning"], env=full_env
         )
@@ -135,8 +151,14 @@ class GatewayThread:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="on", timeout_graceful_shutdown=2)  # fmt: skip
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -160,10 +182,19 @@ def gateway_settings(redis_url: str, **overrides: object) -> GatewaySettings:
     """Gateway settings for tests: the same sandbox caps as the test workers."""
     from executor.settings import SandboxSettings
 
-    sandbox = SandboxSettings(default_timeout_s=5, max_timeout_s=10, default_memory_mb=256,
-                              max_memory_mb=512, max_code_bytes=64 * 1024)  # fmt: skip
-    values: dict[str, object] = {"redis_url": redis_url, "sandbox": sandbox,
-                                 "default_deadline_s": 60.0, "poll_interval_s": 0.1}  # fmt: skip
+    sandbox = SandboxSettings(
+        default_timeout_s=5,
+        max_timeout_s=10,
+        default_memory_mb=256,
+        max_memory_mb=512,
+        max_code_bytes=64 * 1024,
+    )
+    values: dict[str, object] = {
+        "redis_url": redis_url,
+        "sandbox": sandbox,
+        "default_deadline_s": 60.0,
+        "poll_interval_s": 0.1,
+    }
     values.update(overrides)
     return GatewaySettings(**values)  # type: ignore[arg-type]
 

@@ -57,11 +57,13 @@ def test_single_run_and_judge(stack: Stack) -> None:
     run = httpx.post(f"{stack.url}/run", json={"solution": "print(2+2)"}, timeout=30).json()
     assert set(run) == RESULT_FIELDS
     assert (run["run_success"], run["stdout"]) == (True, "4\n")
-    judged = httpx.post(f"{stack.url}/judge", json={"solution": "print(2+2)",
-                        "expected_output": "4"}, timeout=30).json()  # fmt: skip
+    judged = httpx.post(
+        f"{stack.url}/judge", json={"solution": "print(2+2)", "expected_output": "4"}, timeout=30
+    ).json()
     assert (judged["success"], judged["stdout"], judged["stderr"]) == (True, None, None)
-    batch = httpx.post(f"{stack.url}/judge/batch",
-                       json={"submissions": [{"solution": "print(1)"}] * 3}, timeout=30).json()  # fmt: skip
+    batch = httpx.post(
+        f"{stack.url}/judge/batch", json={"submissions": [{"solution": "print(1)"}] * 3}, timeout=30
+    ).json()
     assert [r["success"] for r in batch["results"]] == [True] * 3
 
 
@@ -72,15 +74,13 @@ def test_schema_violations_are_422(stack: Stack) -> None:
 
 
 def test_long_batch_answers_within_budget_marking_queue_timeout(stack: Stack) -> None:
-    settings = gateway_settings(stack.redis.url, codejudge_budget_s=4.0,
-                                codejudge_timeout_s=1.0)  # fmt: skip
+    settings = gateway_settings(stack.redis.url, codejudge_budget_s=4.0, codejudge_timeout_s=1.0)
     short = GatewayThread(settings).start()
     try:
         # 8 slots, 1 s each, a 4 s budget (starts allowed until ~2 s): 16-24 run, the rest wait.
         subs = [{"solution": "import time; time.sleep(0.9); print(1)"}] * 48
         started = time.monotonic()
-        response = httpx.post(f"{short.url}/run/long-batch", json={"submissions": subs},
-                              timeout=30)  # fmt: skip
+        response = httpx.post(f"{short.url}/run/long-batch", json={"submissions": subs}, timeout=30)
         elapsed_s = time.monotonic() - started
     finally:
         short.stop()

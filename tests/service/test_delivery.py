@@ -17,8 +17,11 @@ from executor.jobs import QueuedJob
 from tests.service.stack import GatewayThread, RedisServer, Workers, gateway_settings, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
-FAST_RECLAIM = {"CODEPOOL_RECLAIM_IDLE_S": "1.5", "CODEPOOL_CLAIM_BLOCK_S": "0.3",
-                "CODEPOOL_HEARTBEAT_INTERVAL_S": "0.3"}  # fmt: skip
+FAST_RECLAIM = {
+    "CODEPOOL_RECLAIM_IDLE_S": "1.5",
+    "CODEPOOL_CLAIM_BLOCK_S": "0.3",
+    "CODEPOOL_HEARTBEAT_INTERVAL_S": "0.3",
+}
 
 
 @pytest.fixture
@@ -44,8 +47,9 @@ def gateway(redis_server: RedisServer) -> Iterator[GatewayThread]:
 
 
 def pending_of(server: RedisServer, consumer: str) -> int:
-    entries = server.client().xpending_range(keys.JOBS_STREAM, keys.WORKERS_GROUP, "-", "+",
-                                             1000, consumername=consumer)  # fmt: skip
+    entries = server.client().xpending_range(
+        keys.JOBS_STREAM, keys.WORKERS_GROUP, "-", "+", 1000, consumername=consumer
+    )
     return len(entries)
 
 
@@ -105,8 +109,16 @@ async def test_redis_restart_answers_503_or_completes_and_recovers(
 
 def _queued(reply_to: str) -> bytes:
     now_s = time.time()
-    job = QueuedJob(id="dead-1", reply_to=reply_to, code="print(1)", timeout_s=1, memory_mb=64,
-                    enqueued_at_s=now_s, start_by_s=now_s + 60, deadline_at_s=now_s + 90)  # fmt: skip
+    job = QueuedJob(
+        id="dead-1",
+        reply_to=reply_to,
+        code="print(1)",
+        timeout_s=1,
+        memory_mb=64,
+        enqueued_at_s=now_s,
+        start_by_s=now_s + 60,
+        deadline_at_s=now_s + 90,
+    )
     return job.model_dump_json().encode()
 
 
@@ -154,8 +166,17 @@ def test_worker_check_reports_its_heartbeat(redis_server: RedisServer, workers: 
     workers.wait_alive(1)
 
     def check(worker_id: str) -> int:
-        argv = [sys.executable, "-m", "codepool", "worker", "--check",
-                "--worker-id", worker_id, "--redis-url", redis_server.url]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "codepool",
+            "worker",
+            "--check",
+            "--worker-id",
+            worker_id,
+            "--redis-url",
+            redis_server.url,
+        ]
         return subprocess.run(argv, timeout=30).returncode
 
     assert check("test-0") == 0

@@ -52,19 +52,26 @@ async def test_singles_at_concurrency_64(stack: Stack) -> None:
             result: dict[str, object] = response.json()
             return result
 
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60,
-                                 limits=httpx.Limits(max_connections=64)) as client:  # fmt: skip
+    async with httpx.AsyncClient(
+        base_url=stack.url, timeout=60, limits=httpx.Limits(max_connections=64)
+    ) as client:
         results = await asyncio.gather(*(one(client, i) for i in range(320)))
     assert [r["stdout"] for r in results] == [f"{i}\n" for i in range(320)]
     assert all(r["status"] == "ok" for r in results)
 
 
 def test_ndjson_streams_every_result_with_its_index(stack: Stack) -> None:
-    items = [{"code": f"import time; time.sleep({0.3 if i == 0 else 0}); print({i})"}
-             for i in range(20)]  # fmt: skip
+    items = [
+        {"code": f"import time; time.sleep({0.3 if i == 0 else 0}); print({i})"} for i in range(20)
+    ]
     lines = []
-    with httpx.stream("POST", f"{stack.url}/v1/execute/batch", json={"items": items},
-                      headers={"Accept": "application/x-ndjson"}, timeout=60) as response:  # fmt: skip
+    with httpx.stream(
+        "POST",
+        f"{stack.url}/v1/execute/batch",
+        json={"items": items},
+        headers={"Accept": "application/x-ndjson"},
+        timeout=60,
+    ) as response:
         assert response.headers["content-type"].startswith("application/x-ndjson")
         lines = [orjson.loads(line) for line in response.iter_lines() if line]
     assert sorted(line["index"] for line in lines) == list(range(20))
@@ -73,17 +80,34 @@ def test_ndjson_streams_every_result_with_its_index(stack: Stack) -> None:
 
 
 def test_result_fields_follow_the_contract(stack: Stack) -> None:
-    result = httpx.post(f"{stack.url}/v1/execute",
-                        json={"code": "import sys; print('x'); sys.exit(3)"}).json()  # fmt: skip
-    for name in ("id", "status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
-                 "stderr_truncated", "wall_s", "cpu_s", "queue_s", "max_rss_bytes"):  # fmt: skip
+    result = httpx.post(
+        f"{stack.url}/v1/execute", json={"code": "import sys; print('x'); sys.exit(3)"}
+    ).json()
+    for name in (
+        "id",
+        "status",
+        "exit_code",
+        "signal",
+        "stdout",
+        "stderr",
+        "stdout_truncated",
+        "stderr_truncated",
+        "wall_s",
+        "cpu_s",
+        "queue_s",
+        "max_rss_bytes",
+    ):
         assert name in result
     assert (result["status"], result["exit_code"], result["stdout"]) == ("error", 3, "x\n")
 
 
 def test_stdin_files_and_echo(stack: Stack) -> None:
-    item = {"code": "print(input()[::-1]); print(open('data/a.txt').read())\n6*7",
-            "stdin": "abc\n", "files": {"data/a.txt": "hello"}, "echo_last_expr": True}  # fmt: skip
+    item = {
+        "code": "print(input()[::-1]); print(open('data/a.txt').read())\n6*7",
+        "stdin": "abc\n",
+        "files": {"data/a.txt": "hello"},
+        "echo_last_expr": True,
+    }
     result = httpx.post(f"{stack.url}/v1/execute", json=item).json()
     assert result["stdout"] == "cba\nhello\n42\n"
 
@@ -114,8 +138,9 @@ def test_invalid_json_and_nan_are_4xx(stack: Stack) -> None:
     headers = {"content-type": "application/json"}
     broken = httpx.post(f"{stack.url}/v1/execute", content=b'{"code": ', headers=headers)
     assert broken.status_code == 422
-    nan = httpx.post(f"{stack.url}/v1/execute", content=b'{"code": "1", "timeout_s": NaN}',
-                     headers=headers)  # fmt: skip
+    nan = httpx.post(
+        f"{stack.url}/v1/execute", content=b'{"code": "1", "timeout_s": NaN}', headers=headers
+    )
     assert 400 <= nan.status_code < 500
 
 
@@ -124,8 +149,7 @@ def test_bad_batch_names_the_item(stack: Stack) -> None:
     response = httpx.post(f"{stack.url}/v1/execute/batch", json={"items": items})
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"][:3] == ["body", "items", 2]
-    too_many = httpx.post(f"{stack.url}/v1/execute/batch",
-                          json={"items": [{"code": "1"}] * 5001})  # fmt: skip
+    too_many = httpx.post(f"{stack.url}/v1/execute/batch", json={"items": [{"code": "1"}] * 5001})
     assert too_many.status_code == 422
     assert too_many.json()["detail"][0]["loc"] == ["body", "items"]
     empty = httpx.post(f"{stack.url}/v1/execute/batch", json={"items": []})
@@ -133,7 +157,8 @@ def test_bad_batch_names_the_item(stack: Stack) -> None:
 
 
 def test_timeouts_and_memory_are_clamped_not_rejected(stack: Stack) -> None:
-    result = httpx.post(f"{stack.url}/v1/execute",
-                        json={"code": "print(1)", "timeout_s": 1e9, "memory_mb": 10**9,
-                              "deadline_s": 30}).json()  # fmt: skip
+    result = httpx.post(
+        f"{stack.url}/v1/execute",
+        json={"code": "print(1)", "timeout_s": 1e9, "memory_mb": 10**9, "deadline_s": 30},
+    ).json()
     assert result["status"] == "ok"

@@ -31,8 +31,9 @@ async def occupy_slots(client: httpx.AsyncClient, seconds: float) -> "asyncio.Ta
 async def test_job_that_cannot_start_in_time_is_not_started(client: httpx.AsyncClient) -> None:
     busy = await occupy_slots(client, 3.0)
     started = time.monotonic()
-    response = await client.post("/v1/execute",
-                                 json={"code": "print(1)", "timeout_s": 0.5, "deadline_s": 2.0})  # fmt: skip
+    response = await client.post(
+        "/v1/execute", json={"code": "print(1)", "timeout_s": 0.5, "deadline_s": 2.0}
+    )
     waited_s = time.monotonic() - started
     result = response.json()
     assert result["status"] == "not_started"
@@ -62,8 +63,10 @@ async def test_full_queue_answers_429_with_retry_after(stack: Stack) -> None:
 async def test_repeated_idempotency_key_returns_the_first_result(
     client: httpx.AsyncClient,
 ) -> None:
-    item = {"code": "import time, random; time.sleep(0.3); print(random.random())",
-            "idempotency_key": f"key-{time.time_ns()}"}  # fmt: skip
+    item = {
+        "code": "import time, random; time.sleep(0.3); print(random.random())",
+        "idempotency_key": f"key-{time.time_ns()}",
+    }
     first, second = await asyncio.gather(
         client.post("/v1/execute", json=item), client.post("/v1/execute", json=item)
     )

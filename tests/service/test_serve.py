@@ -52,10 +52,26 @@ def alive(pids: set[int]) -> set[int]:
 def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
     env = {**os.environ, **TEST_SANDBOX_ENV}
-    argv = [sys.executable, "-m", "codepool", "serve", "--port", str(port), "--workers", "2",
-            "--slots", "2", "--uid-base", str(unique_uid_base() + 90),
-            "--worker-metrics-port", "0", "--run-dir", str(tmp_path / "run"),
-            "--log-level", "warning"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "codepool",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--slots",
+        "2",
+        "--uid-base",
+        str(unique_uid_base() + 90),
+        "--worker-metrics-port",
+        "0",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
