@@ -15,6 +15,7 @@ from codepool.bench.stats import Measurement
 
 Advance = Callable[[int], None]
 NDJSON = "application/x-ndjson"
+BATCH_DEADLINE_S = 3600.0
 
 
 async def singles(
@@ -52,7 +53,8 @@ async def batch(
     client: httpx.AsyncClient, label: str, code: str, calls: int, advance: Advance
 ) -> Measurement:
     """One POST /v1/execute/batch, streamed as NDJSON; latency = request start to its line."""
-    body = orjson.dumps({"items": [{"code": code}] * calls})
+    # The longest deadline the gateway allows by default: a slow host must not lose items.
+    body = orjson.dumps({"items": [{"code": code}] * calls, "deadline_s": BATCH_DEADLINE_S})
     headers = {"Accept": NDJSON, "Content-Type": "application/json"}
     latencies: list[float] = []
     seen: set[int] = set()

@@ -19,6 +19,7 @@ from gateway.codejudge import (
     to_request,
     to_result,
 )
+from gateway.errors import FieldError
 from gateway.state import Services, ServicesDep
 
 router = APIRouter(tags=["code-judge"])
@@ -73,6 +74,9 @@ async def _one(services: Services, sub: Submission, with_output: bool) -> Submis
 async def _batch(
     services: Services, batch: BatchSubmission, with_output: bool, long: bool
 ) -> BatchSubmissionResult:
+    limit = services.settings.max_batch_items
+    if len(batch.submissions) > limit:
+        raise FieldError(["submissions"], f"at most {limit} submissions per batch", "too_long")
     results = await judge_all(services, batch.submissions, with_output, long)
     return BatchSubmissionResult(sub_id=batch.sub_id, results=results)
 

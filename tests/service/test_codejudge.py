@@ -69,6 +69,10 @@ def test_single_run_and_judge(stack: Stack) -> None:
 
 def test_schema_violations_are_422(stack: Stack) -> None:
     assert httpx.post(f"{stack.url}/run/batch", json={"submissions": []}).status_code == 422
+    too_many = {"submissions": [{"solution": "1"}] * 5001}
+    response = httpx.post(f"{stack.url}/run/long-batch", json=too_many)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "submissions"]
     assert httpx.post(f"{stack.url}/run", json={"solution": 3}).status_code == 422
     assert httpx.post(f"{stack.url}/run", json={"input": "x"}).status_code == 422
 
