@@ -20,11 +20,19 @@ import httpx
 import redis
 
 from codepool.children import Children, child_env
+from executor.pool import FRESH_ID_OFFSET
+from executor.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
 REDIS_START_TIMEOUT_S = 10.0
-UID_STRIDE = 20_000  # outside uids per worker: its slots, then its fresh-jail range
+
+
+def uid_stride(slots: int) -> int:
+    """Outside uids one worker needs: its warm slots, or (fresh isolation) its fresh-jail range."""
+    if SandboxSettings().isolation == "warm":
+        return slots
+    return FRESH_ID_OFFSET + max(slots * 4, 64)
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,7 @@ def start_workers(children: Children, options: ServeOptions, redis_url: str) -> 
             CODEPOOL_METRICS_HOST="127.0.0.1",
             CODEPOOL_DRAIN_TIMEOUT_S=str(options.drain_timeout_s),
             CODEPOOL_SANDBOX_SLOTS=str(options.slots),
-            CODEPOOL_SANDBOX_UID_BASE=str(options.uid_base + index * UID_STRIDE),
+            CODEPOOL_SANDBOX_UID_BASE=str(options.uid_base + index * uid_stride(options.slots)),
         )
         children.start(f"worker-{index}", [sys.executable, "-m", "codepool", "worker"], env)
 

@@ -1,5 +1,6 @@
 """Batch ids: registered while a batch runs, so that it can be cancelled from any gateway."""
 
+import logging
 import uuid
 
 from redis.exceptions import RedisError
@@ -8,6 +9,8 @@ from executor import keys
 from gateway.errors import FieldError, Rejected
 from gateway.plan import Window
 from gateway.state import Services
+
+log = logging.getLogger(__name__)
 
 # The key outlives the batch's deadline, so late claims still see a cancellation.
 KEEP_AFTER_DEADLINE_S = 120
@@ -33,3 +36,12 @@ async def cancel_batch(services: Services, batch_id: str) -> bool:
         keys.batch(batch_id), keys.BATCH_CANCELLED, xx=True, keepttl=True
     )
     return bool(changed)
+
+
+async def cancel_quietly(services: Services, batch_id: str) -> None:
+    """Cancels a batch whose client left; a Redis failure only costs the wasted runs."""
+    try:
+        await cancel_batch(services, batch_id)
+        log.info("client left: batch %s cancelled", batch_id)
+    except (RedisError, OSError) as exc:
+        log.warning("could not cancel batch %s: %s", batch_id, exc)

@@ -1,7 +1,9 @@
 """What the app's lifespan opens and the routes use, as one typed object."""
 
-from dataclasses import dataclass
-from typing import Annotated
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from redis.asyncio import Redis
@@ -24,6 +26,13 @@ class Services:
     submitter: Submitter
     metrics: GatewayMetrics
     gateway_id: str
+    detached: set["asyncio.Task[None]"] = field(default_factory=set)
+
+    def detach(self, work: Coroutine[Any, Any, None]) -> None:
+        """Runs ``work`` apart from the request (whose own task may be being cancelled)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self.detached.add(task)
+        task.add_done_callback(self.detached.discard)
 
 
 def get_services(request: Request) -> Services:

@@ -1,15 +1,16 @@
 """The native API: one call, or a batch of up to ``max_batch_items`` in request order."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from executor.jobs import ExecuteRequest, JobResult
 from gateway.auth import AuthDep
-from gateway.batches import register_batch
+from gateway.batches import cancel_quietly, register_batch
 from gateway.errors import FieldError
 from gateway.plan import check_item
 from gateway.state import Services, ServicesDep
@@ -17,6 +18,7 @@ from gateway.submit import Submission
 
 NDJSON = "application/x-ndjson"
 BATCH_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+DISCONNECT_POLL_S = 1.0
 
 router = APIRouter(prefix="/v1", tags=["execute"], dependencies=[AuthDep])
 
@@ -61,7 +63,10 @@ async def execute(item: ExecuteRequest, services: ServicesDep) -> Response:
     responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}}},
 )
 async def execute_batch(
-    batch: BatchRequest, services: ServicesDep, accept: Annotated[str, Header()] = ""
+    batch: BatchRequest,
+    services: ServicesDep,
+    request: Request,
+    accept: Annotated[str, Header()] = "",
 ) -> Response:
     """Runs many calls; with ``Accept: application/x-ndjson`` streams each as it completes."""
     settings = services.settings
@@ -76,15 +81,33 @@ async def execute_batch(
     submission = await submitter.submit(batch.items, window, batch_id)
     headers = {"X-Batch-Id": batch_id}
     if NDJSON in accept:
-        return StreamingResponse(_lines(services, submission), media_type=NDJSON, headers=headers)
+        lines = _lines(services, submission, batch_id)
+        return StreamingResponse(lines, media_type=NDJSON, headers=headers)
+    watcher = asyncio.create_task(_cancel_on_disconnect(request, services, batch_id))
     ordered: list[bytes] = [b""] * len(batch.items)
-    async for index, reply in submitter.results(submission):
-        ordered[index] = reply.raw
+    try:
+        async for index, reply in submitter.results(submission):
+            ordered[index] = reply.raw
+    finally:
+        watcher.cancel()
     body = b'{"batch_id":"%s","results":[%s]}' % (batch_id.encode(), b",".join(ordered))
     return Response(body, media_type="application/json", headers=headers)
 
 
-async def _lines(services: Services, submission: Submission) -> AsyncIterator[bytes]:
+async def _lines(services: Services, submission: Submission, batch_id: str) -> AsyncIterator[bytes]:
     """One JSON line per result, as each completes; ``index`` is its place in the request."""
-    async for index, reply in services.submitter.results(submission, lost_as_results=True):
-        yield b'{"index":%d,%s\n' % (index, reply.raw[1:])
+    answered = 0
+    try:
+        async for index, reply in services.submitter.results(submission, lost_as_results=True):
+            answered += 1
+            yield b'{"index":%d,%s\n' % (index, reply.raw[1:])
+    finally:
+        if answered < len(submission.job_ids):  # the client left: stop what has not started
+            services.detach(cancel_quietly(services, batch_id))
+
+
+async def _cancel_on_disconnect(request: Request, services: Services, batch_id: str) -> None:
+    """Cancels the batch's unstarted jobs if the client goes away before its answer."""
+    while not await request.is_disconnected():  # noqa: ASYNC110 (polling is the only way)
+        await asyncio.sleep(DISCONNECT_POLL_S)
+    await cancel_quietly(services, batch_id)

@@ -128,3 +128,31 @@ def test_status_reports_workers_and_slots(stack: Stack) -> None:
     assert status["redis_ok"] is True
     assert (status["workers"], status["slots"]) == (2, SLOTS)
     assert httpx.get(f"{stack.url}/readyz").status_code == 200
+
+
+async def leave_early(client: httpx.AsyncClient, body: dict[str, object], accept: str) -> None:
+    """Sends the batch and hangs up: after one streamed line, or on a 1 s read timeout."""
+    try:
+        async with client.stream(
+            "POST", "/v1/execute/batch", json=body, headers={"Accept": accept}
+        ) as response:
+            async for _ in response.aiter_lines():
+                return  # closing the stream closes the connection
+    except httpx.ReadTimeout:
+        return
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/x-ndjson"])
+async def test_client_that_leaves_cancels_its_batch(stack: Stack, accept: str) -> None:
+    batch_id = f"gone-{time.time_ns()}"
+    items = [{"code": "import time; time.sleep(0.5)"}] * 60
+    async with httpx.AsyncClient(base_url=stack.url, timeout=1.0) as client:
+        await leave_early(client, {"items": items, "batch_id": batch_id}, accept)
+    redis = stack.redis.client()
+    deadline = time.monotonic() + 10
+    while redis.get(f"cp:v1:batch:{batch_id}") != b"cancelled":
+        assert time.monotonic() < deadline, "the batch was not cancelled"
+        await asyncio.sleep(0.1)
+    while redis.xlen("cp:v1:jobs") > 0:  # the rest is answered without running
+        assert time.monotonic() < deadline, "cancelled jobs still queued"
+        await asyncio.sleep(0.1)
