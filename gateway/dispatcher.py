@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from collections import deque
 
 from redis.asyncio import Redis
@@ -11,6 +12,8 @@ from executor import keys
 from gateway.errors import Rejected
 
 log = logging.getLogger(__name__)
+
+BUSY_WINDOW = 10  # lingers: flushes closer together than this mean requests are streaming in
 
 
 class Dispatcher:
@@ -24,6 +27,7 @@ class Dispatcher:
         self._queue: deque[tuple[list[bytes], asyncio.Future[None]]] = deque()
         self._queued_items = 0
         self._wakeup = asyncio.Event()
+        self._last_flush_s = 0.0
 
     async def enqueue(self, payloads: list[bytes]) -> None:
         """Adds jobs to the stream; raises Rejected (503) if Redis is unreachable."""
@@ -39,13 +43,19 @@ class Dispatcher:
         await asyncio.gather(*futures)
 
     async def run(self) -> None:
-        """The flusher loop; runs for the gateway's lifetime."""
+        """The flusher loop; runs for the gateway's lifetime.
+
+        Under load (a flush in the last ``BUSY_WINDOW`` lingers) it waits ``linger_s`` for more
+        items to share the round trip; an idle gateway flushes at once, for latency.
+        """
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            if self.linger_s and self._queued_items < self.max_items:
+            busy = time.monotonic() - self._last_flush_s < self.linger_s * BUSY_WINDOW
+            if busy and self._queued_items < self.max_items:
                 await asyncio.sleep(self.linger_s)
             while self._queue:
+                self._last_flush_s = time.monotonic()
                 await self._flush(*self._take())
 
     def _take(self) -> tuple[list[bytes], list[asyncio.Future[None]]]:

@@ -125,14 +125,15 @@ async def measure(progress: Progress, label: str, calls: int, work: Work) -> Mea
     return result
 
 
-def run_workload(client: httpx.AsyncClient, api: str, w: Workload) -> Work:
+def run_workload(client: httpx.AsyncClient, api: str, w: Workload, token: str | None) -> Work:
     """The coroutine factory that sends workload ``w`` through ``api``."""
     label = w.name
     if api == "codejudge":
         chunk, concurrency = (1, w.concurrency) if w.mode == "single" else (256, 8)
         return lambda adv: load.codejudge(client, label, w.code, w.calls, chunk, concurrency, adv)
     if w.mode == "single":
-        return lambda adv: load.singles(client, label, w.code, w.calls, w.concurrency, adv)
+        url = str(client.base_url)
+        return lambda adv: load.singles(url, token, label, w.code, w.calls, w.concurrency, adv)
     return lambda adv: load.batch(client, label, w.code, w.calls, adv)
 
 
@@ -178,7 +179,7 @@ async def run(url: str, api: str, python: str, scale: float, token: str | None,
                 baselines[name] = await measure(progress, f"baseline {name}", calls, work)
             for w in workloads(scale):
                 rows.append((w, await measure(progress, w.name, w.calls,
-                                              run_workload(client, api, w))))  # fmt: skip
+                                              run_workload(client, api, w, token))))  # fmt: skip
     console.print(table(rows, baselines))
     pid = gateway_pid or find_gateway_pid(url)
     if pid is None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import httpx
 import orjson
 
+from codepool.bench.rawhttp import Connection, RawHttpError
 from codepool.bench.stats import Measurement
 
 Advance = Callable[[int], None]
@@ -19,34 +20,39 @@ BATCH_DEADLINE_S = 3600.0
 
 
 async def singles(
-    client: httpx.AsyncClient, label: str, code: str, calls: int, concurrency: int,
+    url: str, token: str | None, label: str, code: str, calls: int, concurrency: int,
     advance: Advance,
 ) -> Measurement:  # fmt: skip
-    """``calls`` POST /v1/execute, ``concurrency`` at a time."""
+    """``calls`` POST /v1/execute, ``concurrency`` at a time, each runner on its own connection."""
     latencies: list[float] = []
     errors = 0
     remaining = iter(range(calls))
+    body = orjson.dumps({"code": code})
 
     async def runner() -> None:
         nonlocal errors
-        for _ in remaining:
-            started = time.perf_counter()
-            ok = await _one(client, code)
-            latencies.append(time.perf_counter() - started)
-            errors += not ok
-            advance(1)
+        connection = Connection(url, token)
+        try:
+            for _ in remaining:
+                started = time.perf_counter()
+                ok = await _one(connection, body)
+                latencies.append(time.perf_counter() - started)
+                errors += not ok
+                advance(1)
+        finally:
+            await connection.close()
 
     started = time.perf_counter()
     await asyncio.gather(*(runner() for _ in range(concurrency)))
     return Measurement(label, calls, time.perf_counter() - started, latencies, errors)
 
 
-async def _one(client: httpx.AsyncClient, code: str) -> bool:
+async def _one(connection: Connection, body: bytes) -> bool:
     try:
-        response = await client.post("/v1/execute", json={"code": code})
-    except httpx.HTTPError:
+        status, answer = await connection.post("/v1/execute", body)
+    except (OSError, asyncio.IncompleteReadError, RawHttpError):
         return False
-    return response.status_code == 200 and response.json().get("status") == "ok"
+    return status == 200 and orjson.loads(answer).get("status") == "ok"
 
 
 async def batch(
