@@ -3,7 +3,7 @@
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from executor import cgroups
 from executor.jail_code import StagedJailCode
@@ -42,8 +42,11 @@ def slot_config(
 class SlotPool:
     """Runs jobs on ``settings.slots`` concurrent slots; infrastructure failures become data."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(
+        self, settings: SandboxSettings, on_slot_start: Callable[[float], None] | None = None
+    ) -> None:
         self.settings = settings
+        self._on_slot_start = on_slot_start
         self._config: SlotConfig | None = None
         self._jail_code: StagedJailCode | None = None
         self._idle: asyncio.Queue[Slot] = asyncio.Queue()
@@ -91,6 +94,7 @@ class SlotPool:
         if failure is not None:
             raise failure
         for slot in slots:
+            self._started(slot)
             self._idle.put_nowait(slot)
 
     async def stop(self) -> None:
@@ -136,6 +140,7 @@ class SlotPool:
         started = time.monotonic()
         try:
             await slot.start()
+            self._started(slot)
             result = await slot.run(job)
         except (SlotFailure, RuntimeError) as exc:
             log.warning("fresh jail failed: %s", exc)
@@ -172,8 +177,13 @@ class SlotPool:
                 log.error("slot %d could not restart, retrying: %s", old.index, exc)
                 await asyncio.sleep(1.0)
                 continue
+            self._started(slot)
             self._idle.put_nowait(slot)
             return
+
+    def _started(self, slot: Slot) -> None:
+        if self._on_slot_start is not None:
+            self._on_slot_start(slot.start_s)
 
     def _require_config(self) -> SlotConfig:
         if self._config is None:
