@@ -24,6 +24,7 @@ from executor.session_io import SocketFrames
 
 READ_CHUNK_BYTES = 65536
 PROTOCOL_TIMEOUT_S = 15.0
+EXIT_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,10 @@ class LiveSession:
             try:
                 return _Report.model_validate(report.result())
             except (framing.FrameError, ValidationError):
-                return "exited" if "exited" in outcomes else "broken"
+                # EOF on the socket often comes just before the pidfd says the process exited.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._exited.wait(), EXIT_GRACE_S)
+                return "broken" if self.alive else "exited"
         if not outcomes:
             return "timeout"
         return "output_limit" if "output_limit" in outcomes else "exited"

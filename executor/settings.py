@@ -9,15 +9,40 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEFAULT_PRELOAD = ["numpy", "sympy", "scipy", "math_verify"]
 DEFAULT_SANDBOX_PYTHON = Path("/opt/codepool/sandbox/bin/python3")
 MAX_AUTO_SLOTS = 1024
+MIB = 1024 * 1024
 
 
 def available_memory_mb() -> float:
-    """MemAvailable from /proc/meminfo (the cgroup's limit is not consulted)."""
+    """What this process may still use: MemAvailable, or less if its cgroup says so."""
     with open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("MemAvailable missing from /proc/meminfo")
+        fields = dict(line.split(":", 1) for line in meminfo)
+    available_mb = int(fields["MemAvailable"].split()[0]) / 1024
+    room_bytes = _cgroup_memory_room_bytes()
+    return available_mb if room_bytes is None else min(available_mb, room_bytes / MIB)
+
+
+def _cgroup_memory_room_bytes() -> int | None:
+    """limit - usage of our memory cgroup (v2 or v1); None when unlimited or unreadable."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            base, limit_file, usage_file = Path("/sys/fs/cgroup"), "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/memory")
+            limit_file, usage_file = "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        # Inside a container the cgroup is often mounted at the root of its own namespace.
+        for directory in (base / path.lstrip("/"), base):
+            try:
+                limit = (directory / limit_file).read_text().strip()
+                usage = int((directory / usage_file).read_text())
+            except OSError:
+                continue
+            if limit == "max" or int(limit) >= 1 << 60:
+                return None
+            return max(0, int(limit) - usage)
+    return None
 
 
 class SandboxSettings(BaseSettings):

@@ -1,5 +1,10 @@
 """Limits: defaults, clamping to server maxima, settings validation."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -43,3 +48,32 @@ def test_slots_are_sized_by_memory_when_not_given() -> None:
     assert small.slots > large.slots >= 1
     assert small.slots >= 2 * large.slots - 1  # ~6x the memory per slot, far fewer slots
     assert SandboxSettings(slots=7).slots == 7
+
+
+def _memory_cgroup_dir() -> Path | None:
+    v1 = Path("/sys/fs/cgroup/memory")
+    if v1.is_dir() and os.access(v1, os.W_OK):
+        return v1
+    v2 = Path("/sys/fs/cgroup")
+    if (v2 / "cgroup.controllers").exists() and os.access(v2, os.W_OK):
+        return v2
+    return None
+
+
+def test_auto_sizing_respects_the_cgroup_memory_limit() -> None:
+    root = _memory_cgroup_dir()
+    if root is None:
+        pytest.skip("no writable memory cgroup on this host")
+    group = root / f"codepool-test-{os.getpid()}"
+    group.mkdir()
+    limit_file = "memory.limit_in_bytes" if root.name == "memory" else "memory.max"
+    try:
+        (group / limit_file).write_text(str(2 * 1024**3))
+        script = "from executor.settings import SandboxSettings; print(SandboxSettings().slots)"
+        env = {**os.environ, "CODEPOOL_SANDBOX_DEFAULT_MEMORY_MB": "512"}
+        shell = f'echo $$ > {group}/cgroup.procs && exec {sys.executable} -c "{script}"'
+        slots = int(subprocess.run(["sh", "-c", shell], env=env, capture_output=True,
+                                   text=True, check=True).stdout)  # fmt: skip
+        assert 1 <= slots <= 2  # (2 GiB - usage) * 0.8 / (100 + 512) MiB
+    finally:
+        group.rmdir()

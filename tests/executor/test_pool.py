@@ -20,7 +20,7 @@ def job(settings: SandboxSettings, code: str, timeout_s: float | None = None) ->
     return SandboxJob(code, JobLimits.resolve(settings, timeout_s=timeout_s))
 
 
-async def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+async def wait_until(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Polls state the pool exposes (it has no events to wait on)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -124,9 +124,9 @@ async def test_a_jail_killed_mid_job_is_replaced_and_the_job_retried(
         (slot,) = pool.slots()
         assert slot.pid is not None
         running = asyncio.create_task(
-            pool.run(job(sandbox_settings, "import time; time.sleep(1); print('done')"))
+            pool.run(job(sandbox_settings, "import time; time.sleep(2); print('done')"))
         )
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: slot.busy)
         os.kill(slot.pid, signal.SIGKILL)
         result = await running
         assert (result.status, result.stdout) == (Status.OK, "done\n")
@@ -153,7 +153,8 @@ async def test_a_job_that_breaks_two_jails_gets_sandbox_error(
 
     try:
         killer = asyncio.create_task(kill_jails())
-        result = await pool.run(job(sandbox_settings, "import time; time.sleep(3)"))
+        # Long enough that the second kill lands while it runs, even on a loaded machine.
+        result = await pool.run(job(sandbox_settings, "import time; time.sleep(9)", timeout_s=10))
         await killer
         assert result.status == Status.SANDBOX_ERROR
         assert result.status.retry_safe
