@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deploy.check.steps import tool
 from tests.conftest import unique_uid_base
 from tests.deploy.conftest import REPO
 
@@ -65,8 +66,10 @@ exec "$@"
 
 def worker_capabilities() -> list[str]:
     """The capabilities the rendered base grants the worker container."""
+    kubectl = tool("kubectl")
+    assert kubectl, "kubectl not found: run scripts/setup.sh test"
     rendered = subprocess.run(
-        ["kubectl", "kustomize", str(REPO / "k8s/base")], capture_output=True, text=True, check=True
+        [kubectl, "kustomize", str(REPO / "k8s/base")], capture_output=True, text=True, check=True
     ).stdout
     worker = next(
         d for d in yaml.safe_load_all(rendered)
