@@ -122,17 +122,26 @@ def house_rules(ctx: Context) -> list[str]:
     return [f"{t}: {p}" for t, docs in ctx.docs().items() for p in policy.check(docs)]
 
 
+# What every service target must contain, so that no rule passes for want of anything to check.
+SERVICE_RESOURCES = (
+    "Deployment/gateway", "HorizontalPodAutoscaler/gateway", "Deployment/worker",
+    "ScaledObject/worker", "StatefulSet/redis", "PrometheusRule/codepool",
+    "ConfigMap/codepool-dashboard", "NetworkPolicy/default-deny",
+)  # fmt: skip
+
+
 def overlay_promises(ctx: Context) -> list[str]:
-    """What each overlay exists for (issue 6): dev is small, production authenticates and
-    spreads, the trainer asks for MI300X GPUs."""
+    """What each target exists for (issue 6): the service is all there, dev is small,
+    production authenticates and spreads, the trainer asks for MI300X GPUs."""
     promises = {"dev": _dev_is_small, "production": _production_hardened, "trainer": _trainer_gpus}
-    rendered = ctx.docs()
-    return [
-        f"{t}: {p}"
-        for t, promise in promises.items()
-        if t in rendered
-        for p in promise(rendered[t])
-    ]
+    out = []
+    for target, docs in ctx.docs().items():
+        names = {resources.name_of(d) for d in docs}
+        wanted = ("Job/trainer",) if target == "trainer" else SERVICE_RESOURCES
+        missing = [f"{target}: no {name}" for name in wanted if name not in names]
+        promise = promises.get(target)
+        out += missing or [f"{target}: {p}" for p in (promise(docs) if promise else [])]
+    return out
 
 
 def _dev_is_small(docs: list[Doc]) -> list[str]:

@@ -119,3 +119,11 @@ def test_the_command_exits_nonzero(tree: Path, break_file: Break) -> None:
     )
     assert done.returncode == 1
     assert "privileged" in done.stdout
+
+
+def test_a_target_missing_a_resource_fails(check: Check, break_file: Break) -> None:
+    """Rules over resources that are gone would pass vacuously; their absence is a failure."""
+    break_file("k8s/base/kustomization.yaml", "  - worker/scaledobject.yaml\n", "")
+    rc, report = check("overlays")
+    assert rc == 1
+    assert "base: no ScaledObject/worker" in report
