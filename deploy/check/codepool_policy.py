@@ -98,7 +98,8 @@ def worker_sizing(docs: list[Doc]) -> list[str]:
         job_mib = int(env_value(c, "CODEPOOL_SANDBOX_MAX_MEMORY_MB") or 4096)
         memory = c.get("resources", {}).get("limits", {}).get("memory")
         if not slots or memory is None:
-            out.append(f"{pod.owner}: CODEPOOL_SANDBOX_SLOTS and a memory limit must be set")
+            out.append(f"{pod.owner}: set CODEPOOL_SANDBOX_SLOTS (> 0) and a memory limit: "
+                       "auto-sizing reads the node's memory, not the pod's limit")  # fmt: skip
             continue
         floor = WORKER_OVERHEAD_MIB + max(slots * SLOT_OVERHEAD_MIB, job_mib + SLOT_OVERHEAD_MIB)
         if mebibytes(memory) < floor:
