@@ -127,3 +127,11 @@ def test_a_target_missing_a_resource_fails(check: Check, break_file: Break) -> N
     rc, report = check("overlays")
     assert rc == 1
     assert "base: no ScaledObject/worker" in report
+
+
+def test_a_worker_without_a_slot_count_fails(check: Check, break_file: Break) -> None:
+    """Auto-sized slots would read the node's memory, not the pod's limit."""
+    break_file(WORKER, '            - name: CODEPOOL_SANDBOX_SLOTS\n              value: "4"\n', "")
+    rc, report = check("policy")
+    assert rc == 1
+    assert "set CODEPOOL_SANDBOX_SLOTS (> 0)" in report
