@@ -8,9 +8,12 @@ from redis.asyncio import Redis
 from executor import keys
 
 
-async def beat(redis: Redis, worker_id: str, slots: int, busy: int, ttl_s: float) -> None:
-    """Announces this worker as alive with its slot counts."""
-    info = orjson.dumps({"slots": slots, "busy": busy, "seen_s": time.time()})
+async def beat(
+    redis: Redis, worker_id: str, slots: int, busy: int, ttl_s: float,
+    sessions: dict[str, object] | None = None,
+) -> None:  # fmt: skip
+    """Announces this worker as alive with its slot counts (and its sessions' capacity)."""
+    info = orjson.dumps({"slots": slots, "busy": busy, "seen_s": time.time(), **(sessions or {})})
     pipe = redis.pipeline(transaction=False)
     pipe.set(keys.worker_heartbeat(worker_id), info, px=int(ttl_s * 1000))
     pipe.hset(keys.WORKERS_HASH, worker_id, info)

@@ -5,7 +5,7 @@ module (and ``executor.keys``) and nothing else of the executor.
 """
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -157,3 +157,28 @@ class CellResult(Execution):
 
     session_id: str
     session_state: SessionState
+
+
+SessionOp = Literal["create", "execute", "fork", "close", "info"]
+
+
+class SessionCall(BaseModel):
+    """A session request on its way to the worker that holds (or will hold) the session."""
+
+    id: str
+    reply_to: str
+    op: SessionOp
+    session_id: str | None = None
+    client_id: str | None = None
+    body: dict[str, Any] = Field(default_factory=dict)
+    deadline_at_s: float
+
+
+class SessionReply(BaseModel):
+    """A worker's answer to a SessionCall: a result, or why not (``error`` is one word)."""
+
+    ok: bool
+    result: Any = None
+    error: Literal["not_found", "gone", "quota", "broken", "internal"] | None = None
+    message: str = ""
+    state: SessionState | None = None

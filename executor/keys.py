@@ -54,3 +54,16 @@ def idempotency(key: str) -> str:
 def batch(batch_id: str) -> str:
     """``active`` or ``cancelled``: workers skip the jobs of a cancelled batch."""
     return f"{PREFIX}batch:{batch_id}"
+
+
+SESSION_CALL_FIELD = "call"
+
+
+def session_route(session_id: str) -> str:
+    """Where a live session is: ``<worker id> <incarnation>``, with a TTL refreshed on use."""
+    return f"{PREFIX}session:{session_id}"
+
+
+def worker_session_calls(worker_id: str) -> str:
+    """The stream of session calls for one worker (sessions live in one worker's jails)."""
+    return f"{PREFIX}session-calls:{worker_id}"

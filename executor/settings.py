@@ -114,6 +114,7 @@ class SessionSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEPOOL_SESSION_", extra="ignore")
 
+    enabled: bool = Field(True, description="Serve sessions on this worker.")
     max_sessions: int = Field(256, ge=1, description="Live sessions per worker, forks included.")
     max_sessions_per_client: int = Field(128, ge=1)
     max_fork: int = Field(64, ge=1, description="Copies one fork request may ask for.")

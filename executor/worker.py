@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import uuid
 from functools import partial
 from typing import Any
 
@@ -23,7 +24,9 @@ from executor.publish import publish_with_retry
 from executor.reaper import Reaper, dead_letter
 from executor.redis_client import connect
 from executor.run import execute
-from executor.settings import SandboxSettings
+from executor.session_service import SessionService
+from executor.sessions import SessionManager
+from executor.settings import SandboxSettings, SessionSettings
 from executor.worker_metrics import WorkerMetrics
 from executor.worker_settings import WorkerSettings
 
@@ -36,7 +39,10 @@ BACKOFF_MAX_S = 2.0
 class Worker:
     """One worker: a slot pool fed from the job stream. ``stop()`` drains it."""
 
-    def __init__(self, settings: WorkerSettings, sandbox: SandboxSettings) -> None:
+    def __init__(
+        self, settings: WorkerSettings, sandbox: SandboxSettings,
+        sessions: SessionSettings | None = None,
+    ) -> None:  # fmt: skip
         self.settings = settings
         self.sandbox = sandbox
         self.slots = sandbox.slots
@@ -48,6 +54,11 @@ class Worker:
             self.claimer, settings.reclaim_idle_s, settings.max_deliveries,
             settings.reply_ttl_s, self._reclaimed,
         )  # fmt: skip
+        session_settings = sessions or SessionSettings()
+        self.incarnation = uuid.uuid4().hex  # sessions die with this process: the gateway checks
+        self.sessions = (
+            SessionManager(sandbox, session_settings) if session_settings.enabled else None
+        )
         self._inflight: dict[bytes, asyncio.Task[None]] = {}
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -61,19 +72,26 @@ class Worker:
     async def run(self) -> None:
         """Runs until ``stop()``; raises SandboxUnavailable if the sandbox cannot start."""
         await self.pool.start()
+        if self.sessions is not None:
+            await self.sessions.start()
         server = self._serve_metrics()
         maintenance: asyncio.Task[None] | None = None
+        session_calls: asyncio.Task[None] | None = None
         try:
             if await self._connect():
                 maintenance = asyncio.create_task(self._maintain())
+                session_calls = self._serve_session_calls()
                 self.ready.set()
                 log.info("worker %s ready with %d slot(s)", self.settings.worker_id, self.slots)
                 await self._claim_loop()
             await self._drain()
         finally:
-            if maintenance is not None:
-                maintenance.cancel()
-                await asyncio.gather(maintenance, return_exceptions=True)
+            for task in (maintenance, session_calls):
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+            if self.sessions is not None:
+                await self.sessions.stop()
             with contextlib.suppress(RedisError, OSError):
                 await heartbeat.forget(self.redis, self.settings.worker_id)
             await self.pool.stop()
@@ -188,11 +206,24 @@ class Worker:
             except (RedisError, OSError) as exc:
                 log.warning("maintenance failed (Redis down?): %s", exc)
 
+    def _serve_session_calls(self) -> asyncio.Task[None] | None:
+        if self.sessions is None:
+            return None
+        service = SessionService(
+            self.redis, self.settings.worker_id, self.sessions, self.settings.reply_ttl_s
+        )
+        return asyncio.create_task(service.run())
+
     async def _beat(self) -> None:
         busy = len(self._inflight)
+        sessions: dict[str, object] = {"incarnation": self.incarnation}
+        if self.sessions is not None:
+            sessions["sessions"] = self.sessions.live_sessions
+            sessions["max_sessions"] = self.sessions.settings.max_sessions
         await heartbeat.beat(
-            self.redis, self.settings.worker_id, self.slots, busy, self.settings.heartbeat_ttl_s
-        )
+            self.redis, self.settings.worker_id, self.slots, busy, self.settings.heartbeat_ttl_s,
+            sessions,
+        )  # fmt: skip
 
     async def _drain(self) -> None:
         tasks = list(self._inflight.values())

@@ -30,7 +30,8 @@ from gateway.monitor import QueueMonitor
 from gateway.pending import PendingResults, Reply
 from gateway.redis_client import connect
 from gateway.replies import ReplyListener
-from gateway.routes import batches, codejudge, execute, ops
+from gateway.routes import batches, codejudge, execute, ops, sessions
+from gateway.sessions import SessionProblem, SessionRouter
 from gateway.settings import GatewaySettings
 from gateway.state import Services
 from gateway.submit import Submitter
@@ -56,8 +57,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.add_exception_handler(FieldError, field_error_handler)
     app.add_exception_handler(Rejected, rejected_handler)
     app.add_exception_handler(QueueLost, _queue_lost_handler)
-    for router in (execute.router, batches.router, ops.router, codejudge.router,
-                   codejudge.protected):  # fmt: skip
+    app.add_exception_handler(SessionProblem, sessions.session_problem_handler)
+    for router in (execute.router, batches.router, sessions.router, ops.router,
+                   codejudge.router, codejudge.protected):  # fmt: skip
         app.include_router(router)
     return app
 
@@ -103,8 +105,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         asyncio.create_task(monitor.run(settings.poll_interval_s)),
         asyncio.create_task(idempotency.run()),
     ]
+    session_router = SessionRouter(redis, reply_to, pending, settings.worker_stale_s)
     app.state.services = Services(settings, redis, pending, monitor, submitter, metrics,
-                                  gateway_id)  # fmt: skip
+                                  gateway_id, session_router)  # fmt: skip
     log.info("gateway %s up, replies on %s", gateway_id, reply_to)
     try:
         yield

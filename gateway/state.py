@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from gateway.metrics import GatewayMetrics
 from gateway.monitor import QueueMonitor
 from gateway.pending import PendingResults
+from gateway.sessions import SessionRouter
 from gateway.settings import GatewaySettings
 from gateway.submit import Submitter
 
@@ -26,6 +27,7 @@ class Services:
     submitter: Submitter
     metrics: GatewayMetrics
     gateway_id: str
+    sessions: SessionRouter
     detached: set["asyncio.Task[None]"] = field(default_factory=set)
 
     def detach(self, work: Coroutine[Any, Any, None]) -> None:

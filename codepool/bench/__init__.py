@@ -36,3 +36,15 @@ def http(
     if api not in ("native", "codejudge"):
         raise typer.BadParameter("api must be native or codejudge")
     run_sync(url, api, python, scale, token, gateway_pid)
+
+
+@app.command()
+def sessions(
+    url: str = typer.Option("http://127.0.0.1:8000", help="The service to drive (loopback)."),
+    trajectories: int = typer.Option(8, help="Concurrent 10-cell trajectories per approach."),
+    token: str | None = typer.Option(None, envvar="CODEPOOL_AUTH_TOKEN", help="Bearer token."),
+) -> None:
+    """A 10-cell trajectory through sessions vs replaying all earlier cells per call."""
+    from codepool.bench.sessions import run
+
+    asyncio.run(run(url, token, trajectories))
