@@ -91,10 +91,12 @@ async def test_redis_restart_answers_503_or_completes_and_recovers(
         redis_server.stop(signal.SIGKILL)
         redis_server.start()
         response = await batch
-        assert time.monotonic() - started < 20  # nothing hangs past its deadline
-        assert response.status_code in (200, 503), response.text
-        if response.status_code == 503:
-            assert "retry-after" in response.headers
+        # Redis came back empty: the queued jobs are gone, so the batch cannot complete. The
+        # gateway notices the loss at its next poll and answers at once, not at the deadline.
+        assert time.monotonic() - started < 5
+        assert response.status_code == 503, response.text
+        assert response.json()["reason"] == "queue_lost"
+        assert "retry-after" in response.headers
         deadline = time.monotonic() + 30
         while True:  # the gateway and the worker reconnect by themselves
             after = await client.post(
