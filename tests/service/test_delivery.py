@@ -14,7 +14,7 @@ import pytest
 
 from executor import keys
 from executor.jobs import QueuedJob
-from tests.service.stack import GatewayThread, RedisServer, Workers, gateway_settings, wait_ready
+from tests.service.stack import GatewayThread, RedisServer, Workers, gateway_settings
 
 pytestmark = pytest.mark.timeout(120)
 FAST_RECLAIM = {
@@ -197,4 +197,9 @@ def test_gateway_without_redis_is_not_ready_and_answers_503(tmp_path: Path) -> N
         thread.stop()
 
 
-__all__ = ["wait_ready"]
+def test_gateway_creates_the_consumer_group_before_any_worker(
+    redis_server: RedisServer, gateway: GatewayThread
+) -> None:
+    groups = redis_server.client().xinfo_groups(keys.JOBS_STREAM)
+    assert [g["name"] for g in groups] == [keys.WORKERS_GROUP.encode()]
+    assert groups[0]["lag"] == 0  # what KEDA's lagCount trigger reads
