@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import orjson
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from executor import keys
 
@@ -97,11 +97,24 @@ class QueueMonitor:
                 raise item
         self._check_marker(marker)
         pending = _pending(groups)
+        if pending is None:
+            await self._create_group()
+            pending = 0
         live, slots, busy, forget = _workers(workers_raw, self.worker_stale_s)
         if forget:
             await self.redis.hdel(keys.WORKERS_HASH, *forget)
         return QueueState(True, max(0, int(length) - pending), pending, live, slots, busy,
                           time.monotonic())  # fmt: skip
+
+    async def _create_group(self) -> None:
+        """Creates the stream and the workers group, so that an autoscaler watching the
+        group's lag works before any worker has started (KEDA scaling from zero)."""
+        try:
+            await self.redis.xgroup_create(keys.JOBS_STREAM, keys.WORKERS_GROUP, id="0",
+                                           mkstream=True)  # fmt: skip
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
 
     def _check_marker(self, previous: object) -> None:
         if isinstance(previous, Exception):
@@ -112,12 +125,12 @@ class QueueMonitor:
         self._marker_set = True
 
 
-def _pending(groups: object) -> int:
-    """Entries delivered to the workers group and not yet acknowledged."""
+def _pending(groups: object) -> int | None:
+    """Entries delivered to the workers group and not yet acknowledged; None: no group yet."""
     if isinstance(groups, Exception) or not isinstance(groups, list):
-        return 0  # no stream yet
+        return None  # no stream yet
     for group in groups:
         name = group.get("name")
         if name in (keys.WORKERS_GROUP, keys.WORKERS_GROUP.encode()):
             return int(group.get("pending", 0))
-    return 0
+    return None

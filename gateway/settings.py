@@ -51,7 +51,11 @@ class GatewaySettings(BaseSettings):
         if self.default_deadline_s > self.max_deadline_s:
             raise ValueError("default_deadline_s must not exceed max_deadline_s")
         if self.max_queue_depth < self.max_batch_items:
-            raise ValueError("max_queue_depth must be at least max_batch_items")
+            raise ValueError(
+                f"max_queue_depth ({self.max_queue_depth}) must be at least max_batch_items "
+                f"({self.max_batch_items}), or a full-size batch could never be admitted: "
+                "lower CODEPOOL_MAX_BATCH_ITEMS too"
+            )
         if self.environment == "production" and self.auth_token is None:
             raise ValueError("CODEPOOL_AUTH_TOKEN is required when CODEPOOL_ENVIRONMENT=production")
         return self
