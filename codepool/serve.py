@@ -21,7 +21,8 @@ import redis
 
 from codepool.children import Children, child_env
 from executor.pool import FRESH_ID_OFFSET
-from executor.settings import SandboxSettings
+from executor.sessions import worker_uid_span
+from executor.settings import SandboxSettings, SessionSettings
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,10 @@ REDIS_START_TIMEOUT_S = 10.0
 
 
 def uid_stride(slots: int) -> int:
-    """Outside uids one worker needs: its warm slots, or (fresh isolation) its fresh-jail range."""
-    if SandboxSettings().isolation == "warm":
-        return slots
+    """Outside uids one worker needs: warm slots and session jails, or its fresh-jail range."""
+    sandbox = SandboxSettings(slots=slots)
+    if sandbox.isolation == "warm":
+        return worker_uid_span(sandbox, SessionSettings())
     return FRESH_ID_OFFSET + max(slots * 4, 64)
 
 

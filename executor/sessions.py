@@ -7,7 +7,6 @@ killed by a cell, lost with its worker) later calls get a clear answer from a to
 import asyncio
 import collections
 import contextlib
-import itertools
 import logging
 import time
 import uuid
@@ -31,8 +30,16 @@ from executor.settings import SandboxSettings, SessionSettings
 
 log = logging.getLogger(__name__)
 
-HOST_ID_OFFSET = 50_000  # session jails take outside ids after slots' and fresh jails'
-HOST_ID_RANGE = 10_000
+
+
+def session_uid_base(sandbox: SandboxSettings) -> int:
+    """Session jails take the outside ids right after this worker's warm slots."""
+    return sandbox.uid_base + sandbox.slots
+
+
+def worker_uid_span(sandbox: SandboxSettings, sessions: SessionSettings) -> int:
+    """Outside ids one worker uses: warm slots, then one per possible session jail."""
+    return sandbox.slots + sessions.max_sessions + sessions.spare_hosts
 
 
 class SessionError(Exception):
@@ -106,7 +113,7 @@ class SessionManager:
         self._sessions: dict[str, _Session] = {}
         self._ended: collections.OrderedDict[str, SessionState] = collections.OrderedDict()
         self._spares: list[SessionHost] = []
-        self._host_ids = itertools.cycle(range(HOST_ID_RANGE))
+        self._free_host_indices = list(range(settings.max_sessions + settings.spare_hosts))
         self._jail_code: StagedJailCode | None = None
         self._config: SlotConfig | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -136,7 +143,7 @@ class SessionManager:
         for session_id in list(self._sessions):
             self._forget(session_id, SessionState.CLOSED)
         hosts = [family.host for family in families.values()] + self._spares
-        await asyncio.gather(*(host.stop() for host in hosts))
+        await asyncio.gather(*(self._stop_host(host) for host in hosts))
         if self._jail_code is not None:
             self._jail_code.close()
 
@@ -149,7 +156,7 @@ class SessionManager:
         try:
             live = await host.open(self._process_limits(limits))
         except (HostFailure, OSError, TimeoutError) as exc:
-            await host.stop()
+            await self._stop_host(host)
             raise SessionBusy(f"could not start a session: {exc}") from exc
         ttl_s = min(request.idle_ttl_s or self.settings.default_idle_ttl_s,
                     self.settings.max_idle_ttl_s)  # fmt: skip
@@ -252,7 +259,7 @@ class SessionManager:
         await session.live.kill()
         family = self._forget(session_id, state)
         if family is not None and not family.members:
-            await family.host.stop()
+            await self._stop_host(family.host)
 
     def _forget(self, session_id: str, state: SessionState) -> _Family | None:
         session = self._sessions.pop(session_id, None)
@@ -277,12 +284,24 @@ class SessionManager:
             self._spares.append(await self._start_host())
 
     async def _start_host(self) -> SessionHost:
+        """A host jail with the lowest free outside id of this worker's session range."""
         assert self._config is not None, "SessionManager.start() was not called"
-        index = next(self._host_ids)
-        outside_id = self.sandbox.uid_base + HOST_ID_OFFSET + index
+        if not self._free_host_indices:
+            raise SessionQuotaExceeded("every session jail of this worker is in use")
+        index = self._free_host_indices.pop(0)
+        outside_id = session_uid_base(self.sandbox) + index
         host = SessionHost(index, outside_id, self._config)
-        await host.start()
+        try:
+            await host.start()
+        except BaseException:
+            self._free_host_indices.append(index)
+            raise
         return host
+
+    async def _stop_host(self, host: SessionHost) -> None:
+        await host.stop()
+        self._free_host_indices.append(host.index)
+        self._free_host_indices.sort()
 
     async def _expire_idle(self) -> None:
         while True:

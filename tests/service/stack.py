@@ -30,6 +30,8 @@ TEST_SANDBOX_ENV = {
     "CODEPOOL_SANDBOX_DEFAULT_MEMORY_MB": "256",
     "CODEPOOL_SANDBOX_MAX_MEMORY_MB": "512",
     "CODEPOOL_SANDBOX_OUTPUT_CAP_BYTES": "8192",
+    # 4 slots + 8 session jails + 1 spare fit in a worker's WORKER_UID_STRIDE outside ids.
+    "CODEPOOL_SESSION_MAX_SESSIONS": "8",
 }
 
 
