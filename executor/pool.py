@@ -68,6 +68,11 @@ class SlotPool:
         """Slots running a job now."""
         return self._busy
 
+    @property
+    def config(self) -> SlotConfig:
+        """What the pool's jails are started with (after ``start``)."""
+        return self._require_config()
+
     def slots(self) -> list[Slot]:
         """The warm slots now in the pool (idle or busy)."""
         return list(self._slots.values())

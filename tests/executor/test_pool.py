@@ -203,3 +203,38 @@ async def test_refuses_a_missing_preload_module(sandbox_settings: SandboxSetting
     )
     with pytest.raises(SandboxUnavailable, match="no_such_module_xyz"):
         await SlotPool(broken).start()
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()]
+
+
+def _cgroup_limits(pid: int, kind: str) -> tuple[int, int]:
+    """The memory and pids limits of ``pid``'s cgroup(s)."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    paths = {c: p for _, cs, p in (line.split(":", 2) for line in lines) for c in cs.split(",")}
+    if kind == "v1":
+        memory = Path("/sys/fs/cgroup/memory") / paths["memory"].lstrip("/")
+        pids = Path("/sys/fs/cgroup/pids") / paths["pids"].lstrip("/")
+        return (int((memory / "memory.limit_in_bytes").read_text()),
+                int((pids / "pids.max").read_text()))  # fmt: skip
+    group = Path("/sys/fs/cgroup") / paths[""].lstrip("/")
+    return int((group / "memory.max").read_text()), int((group / "pids.max").read_text())
+
+
+async def test_jails_get_cgroup_memory_and_pids_limits(sandbox_settings: SandboxSettings) -> None:
+    pool = SlotPool(sandbox_settings.model_copy(update={"slots": 1}))
+    await pool.start()
+    try:
+        config = pool.config
+        if config.cgroup.kind == "off":
+            pytest.fail(f"this host should allow cgroups: {config.cgroup.reason}")
+        (slot,) = pool.slots()
+        assert slot.pid is not None
+        (zygote,) = _children(slot.pid)
+        memory_limit, pids_limit = _cgroup_limits(zygote, config.cgroup.kind)
+        assert memory_limit == config.memory_limit_bytes
+        assert pids_limit == config.pids_limit
+    finally:
+        await pool.stop()
