@@ -3,12 +3,12 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test setup setup-test lint typecheck pytest bench clean
+.PHONY: serve test setup setup-test lint typecheck deploy-check pytest bench clean
 
 serve: setup
 	$(BIN)/codepool serve
 
-test: setup-test lint typecheck pytest
+test: setup-test lint typecheck deploy-check pytest
 
 setup:
 	@scripts/setup.sh serve
@@ -22,6 +22,9 @@ lint:
 
 typecheck:
 	$(BIN)/mypy
+
+deploy-check:
+	$(BIN)/python -m deploy.check
 
 pytest:
 	$(BIN)/pytest -q

@@ -58,9 +58,14 @@ class JailSpec:
 
 
 def build_command(
-    binary: Path, python: Path, cgroup: CgroupBackend, spec: JailSpec, python_args: list[str]
+    binary: Path,
+    python: Path,
+    cgroup: CgroupBackend,
+    spec: JailSpec,
+    python_args: list[str],
+    binds_ro: tuple[tuple[Path, Path], ...] = (),
 ) -> list[str]:
-    """The full argv that runs ``python *python_args`` in one jail."""
+    """The full argv that runs ``python *python_args`` in one jail, with extra read-only binds."""
     root = sandbox_root(python)
     argv = [
         str(binary),
@@ -69,6 +74,8 @@ def build_command(
         "--group", f"{JAIL_UID}:{spec.outside_id}:1",
         "--bindmount_ro", f"{root}:{root}",
     ]  # fmt: skip
+    for source, target in binds_ro:
+        argv += ["--bindmount_ro", f"{source}:{target}"]
     argv += _cgroup_flags(cgroup, spec)
     return [*argv, "--", str(python), "-I", *python_args]
 

@@ -3,14 +3,16 @@
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from executor import cgroups
+from executor.jail_code import StagedJailCode
+from executor.jail_process import SlotConfig
 from executor.jobs import Execution, Status
 from executor.limits import MIB, SandboxJob
 from executor.nsjail import find_binary
 from executor.settings import SandboxSettings
-from executor.slot import Slot, SlotConfig, SlotFailure
+from executor.slot import Slot, SlotFailure
 
 log = logging.getLogger(__name__)
 
@@ -20,11 +22,14 @@ PIDS_OVERHEAD = 8
 FRESH_ID_OFFSET = 10_000
 
 
-def slot_config(settings: SandboxSettings, preload: tuple[str, ...]) -> SlotConfig:
+def slot_config(
+    settings: SandboxSettings, preload: tuple[str, ...], jail_code: StagedJailCode
+) -> SlotConfig:
     """The settings every slot of this pool is started with."""
     return SlotConfig(
         binary=find_binary(),
         python=settings.python,
+        jail_code=jail_code.root,
         cgroup=cgroups.detect(settings.cgroup, settings.cgroup_parent),
         preload=preload,
         memory_limit_bytes=(settings.max_memory_mb + settings.slot_memory_overhead_mb) * MIB,
@@ -37,13 +42,19 @@ def slot_config(settings: SandboxSettings, preload: tuple[str, ...]) -> SlotConf
 class SlotPool:
     """Runs jobs on ``settings.slots`` concurrent slots; infrastructure failures become data."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(
+        self, settings: SandboxSettings, on_slot_start: Callable[[float], None] | None = None
+    ) -> None:
         self.settings = settings
+        self._on_slot_start = on_slot_start
         self._config: SlotConfig | None = None
+        self._jail_code: StagedJailCode | None = None
         self._idle: asyncio.Queue[Slot] = asyncio.Queue()
         self._slots: dict[int, Slot] = {}
         self._free = asyncio.Semaphore(settings.slots)
         self._busy = 0
+        self.restarts = 0  # slots replaced, recycled or broken
+        self.slot_failures = 0  # slots that broke while holding a job
         self._fresh_ids = self._fresh_id_cycle()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -57,21 +68,38 @@ class SlotPool:
         """Slots running a job now."""
         return self._busy
 
+    @property
+    def config(self) -> SlotConfig:
+        """What the pool's jails are started with (after ``start``)."""
+        return self._require_config()
+
+    def slots(self) -> list[Slot]:
+        """The warm slots now in the pool (idle or busy)."""
+        return list(self._slots.values())
+
     async def start(self) -> None:
         """Starts every warm slot; raises SandboxUnavailable naming the cause if one cannot."""
         warm = self.settings.isolation == "warm"
         preload = tuple(self.settings.preload_modules) if warm else ()
-        self._config = slot_config(self.settings, preload)
-        if not warm:
-            await self._probe_fresh()
-            return
+        self._jail_code = StagedJailCode()
+        self._config = slot_config(self.settings, preload, self._jail_code)
+        try:
+            if warm:
+                await self._start_warm_slots()
+            else:
+                await self._probe_fresh()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_warm_slots(self) -> None:
         slots = [self._new_slot(i) for i in range(self.settings.slots)]
         results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
         failure = next((r for r in results if isinstance(r, BaseException)), None)
         if failure is not None:
-            await asyncio.gather(*(s.stop() for s in slots))
             raise failure
         for slot in slots:
+            self._started(slot)
             self._idle.put_nowait(slot)
 
     async def stop(self) -> None:
@@ -80,6 +108,8 @@ class SlotPool:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await asyncio.gather(*(slot.stop() for slot in self._slots.values()))
+        if self._jail_code is not None:
+            self._jail_code.close()
 
     async def run(self, job: SandboxJob) -> Execution:
         """Runs ``job`` and always returns a result; a broken slot gives ``sandbox_error``."""
@@ -99,6 +129,7 @@ class SlotPool:
             try:
                 result = await slot.run(job)
             except SlotFailure as exc:
+                self.slot_failures += 1
                 log.warning("slot %d failed (attempt %d): %s", slot.index, attempt + 1, exc)
                 self._replace(slot)
                 continue
@@ -114,6 +145,7 @@ class SlotPool:
         started = time.monotonic()
         try:
             await slot.start()
+            self._started(slot)
             result = await slot.run(job)
         except (SlotFailure, RuntimeError) as exc:
             log.warning("fresh jail failed: %s", exc)
@@ -135,6 +167,7 @@ class SlotPool:
         return slot
 
     def _replace(self, old: Slot) -> None:
+        self.restarts += 1
         task = asyncio.create_task(self._restart(old))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -149,8 +182,13 @@ class SlotPool:
                 log.error("slot %d could not restart, retrying: %s", old.index, exc)
                 await asyncio.sleep(1.0)
                 continue
+            self._started(slot)
             self._idle.put_nowait(slot)
             return
+
+    def _started(self, slot: Slot) -> None:
+        if self._on_slot_start is not None:
+            self._on_slot_start(slot.start_s)
 
     def _require_config(self) -> SlotConfig:
         if self._config is None:

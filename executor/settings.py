@@ -8,6 +8,41 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_PRELOAD = ["numpy", "sympy", "scipy", "math_verify"]
 DEFAULT_SANDBOX_PYTHON = Path("/opt/codepool/sandbox/bin/python3")
+MAX_AUTO_SLOTS = 1024
+MIB = 1024 * 1024
+
+
+def available_memory_mb() -> float:
+    """What this process may still use: MemAvailable, or less if its cgroup says so."""
+    with open("/proc/meminfo") as meminfo:
+        fields = dict(line.split(":", 1) for line in meminfo)
+    available_mb = int(fields["MemAvailable"].split()[0]) / 1024
+    room_bytes = _cgroup_memory_room_bytes()
+    return available_mb if room_bytes is None else min(available_mb, room_bytes / MIB)
+
+
+def _cgroup_memory_room_bytes() -> int | None:
+    """limit - usage of our memory cgroup (v2 or v1); None when unlimited or unreadable."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            base, limit_file, usage_file = Path("/sys/fs/cgroup"), "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/memory")
+            limit_file, usage_file = "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        # Inside a container the cgroup is often mounted at the root of its own namespace.
+        for directory in (base / path.lstrip("/"), base):
+            try:
+                limit = (directory / limit_file).read_text().strip()
+                usage = int((directory / usage_file).read_text())
+            except OSError:
+                continue
+            if limit == "max" or int(limit) >= 1 << 60:
+                return None
+            return max(0, int(limit) - usage)
+    return None
 
 
 class SandboxSettings(BaseSettings):
@@ -15,7 +50,15 @@ class SandboxSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEPOOL_SANDBOX_", extra="ignore")
 
-    slots: int = Field(4, ge=1, le=4096, description="Concurrent jobs; size by memory, not cores.")
+    slots: int = Field(
+        0, ge=0, le=4096, description="Concurrent jobs; 0 sizes them by available memory."
+    )
+    slot_budget_mb: int = Field(
+        100, ge=16, description="Memory one idle slot costs (its zygote), for sizing by memory."
+    )
+    memory_fraction: float = Field(
+        0.8, gt=0, le=1, description="Share of available memory that auto-sized slots may plan on."
+    )
     isolation: Literal["warm", "fresh"] = Field(
         "warm", description="warm: forked from a zygote per slot; fresh: a new nsjail per job."
     )
@@ -49,9 +92,38 @@ class SandboxSettings(BaseSettings):
     max_files: int = Field(64, ge=0)
 
     @model_validator(mode="after")
+    def _size_by_memory(self) -> "SandboxSettings":
+        # Sleeping or I/O-bound code must not hold a core: slots are bounded by memory only.
+        if self.slots == 0:
+            per_slot_mb = self.slot_budget_mb + self.default_memory_mb
+            usable_mb = available_memory_mb() * self.memory_fraction
+            self.slots = max(1, min(MAX_AUTO_SLOTS, int(usable_mb // per_slot_mb)))
+        return self
+
+    @model_validator(mode="after")
     def _defaults_within_maxima(self) -> "SandboxSettings":
         if self.default_timeout_s > self.max_timeout_s:
             raise ValueError("default_timeout_s must not exceed max_timeout_s")
         if self.default_memory_mb > self.max_memory_mb:
             raise ValueError("default_memory_mb must not exceed max_memory_mb")
         return self
+
+
+class SessionSettings(BaseSettings):
+    """Live sessions on a worker. Read from ``CODEPOOL_SESSION_*`` variables."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEPOOL_SESSION_", extra="ignore")
+
+    enabled: bool = Field(True, description="Serve sessions on this worker.")
+    max_sessions: int = Field(256, ge=1, description="Live sessions per worker, forks included.")
+    max_sessions_per_client: int = Field(128, ge=1)
+    max_fork: int = Field(64, ge=1, description="Copies one fork request may ask for.")
+    default_idle_ttl_s: float = Field(300.0, gt=0)
+    max_idle_ttl_s: float = Field(3600.0, gt=0)
+    spare_hosts: int = Field(1, ge=0, description="Host jails kept started for quick opens.")
+    host_memory_mb: int = Field(
+        8192, ge=256, description="Cgroup memory of one family's jail (a session and its forks)."
+    )
+    cpu_budget_s: float = Field(3600.0, gt=0, description="CPU seconds one session may use.")
+    expiry_interval_s: float = Field(1.0, gt=0)
+    tombstones: int = Field(10_000, ge=0, description="Ended sessions remembered for answers.")

@@ -19,7 +19,7 @@ need_debian_packages() {
     [ -e /usr/lib/x86_64-linux-gnu/libnl-route-3.so.200 ] || [ -n "$(ls /usr/lib/*/libnl-route-3.so.200 2>/dev/null)" ] || missing+=(libnl-route-3-200)
     [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3 python3-venv)
     if [ "$purpose" = test ]; then
-        command -v promtool >/dev/null || true  # added by the deployment checks when they land
+        command -v promtool >/dev/null || missing+=(prometheus)  # promtool, for deploy/check
     fi
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then

@@ -22,6 +22,35 @@ def sandbox(
 
 
 @app.command()
+def http(
+    url: str = typer.Option("http://127.0.0.1:8000", help="The service to drive (loopback)."),
+    api: str = typer.Option("native", help="native, or codejudge for a code-judge peer."),
+    python: str = typer.Option("/opt/codepool/sandbox/bin/python3", help="Baseline interpreter."),
+    scale: float = typer.Option(1.0, help="Multiply every call count (0.1 for a quick look)."),
+    token: str | None = typer.Option(None, envvar="CODEPOOL_AUTH_TOKEN", help="Bearer token."),
+    gateway_pid: int | None = typer.Option(None, help="Gateway pid for peak memory."),
+) -> None:
+    """Throughput and latency over HTTP vs 2 runners of a fresh ``python3 -c`` per call."""
+    from codepool.bench.http import run_sync
+
+    if api not in ("native", "codejudge"):
+        raise typer.BadParameter("api must be native or codejudge")
+    run_sync(url, api, python, scale, token, gateway_pid)
+
+
+@app.command()
+def sessions(
+    url: str = typer.Option("http://127.0.0.1:8000", help="The service to drive (loopback)."),
+    trajectories: int = typer.Option(8, help="Concurrent 10-cell trajectories per approach."),
+    token: str | None = typer.Option(None, envvar="CODEPOOL_AUTH_TOKEN", help="Bearer token."),
+) -> None:
+    """A 10-cell trajectory through sessions vs replaying all earlier cells per call."""
+    from codepool.bench.sessions import run
+
+    asyncio.run(run(url, token, trajectories))
+
+
+@app.command()
 def train(
     url: str | None = typer.Option(None, help="A running codepool; default: start one."),
     steps: int = typer.Option(4, help="Measured steps per variant (after one warm-up step)."),

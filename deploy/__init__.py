@@ -1,0 +1,1 @@
+"""Deployment assets; the Python here is the offline check in check/ (not shipped)."""

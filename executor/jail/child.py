@@ -1,0 +1,162 @@
+"""The forked child: applies the job's limits, sets up its streams, runs the code, reports.
+
+Runs inside the jail with the zygote's preloaded modules already imported.
+"""
+
+import ast
+import builtins
+import os
+import resource
+import signal
+import sys
+import traceback
+
+from .framing import write_frame
+
+CODE_FILENAME = "<code>"
+WORK_DIR = "/work"
+PR_SET_DUMPABLE = 4
+_libc = None
+
+
+def set_dumpable(flag):
+    """Whether this process's memory and /proc files are readable by its own uid."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+
+
+def apply_limits(limits):
+    """Sets this process's rlimits from a job's (or a session's) limits."""
+    cpu_s = max(1, int(limits["cpu_time_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    # Address space = what the zygote already maps (mostly shared, untouched) + the budget.
+    with open("/proc/self/statm") as statm:
+        mapped_bytes = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    as_bytes = mapped_bytes + limits["memory_bytes"]
+    resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
+    # The zygote counts against the per-uid process limit too.
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"] + 1,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def enter_workload(limits):
+    """What every process that runs user code does first: cwd, /proc access, limits, streams."""
+    os.chdir(WORK_DIR)
+    set_dumpable(1)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    apply_limits(limits)
+    _reopen_std_streams()
+    sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
+
+
+def _reopen_std_streams():
+    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = sys.__stdout__ = open(
+        1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False
+    )
+    sys.stderr = sys.__stderr__ = open(
+        2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False
+    )
+
+
+def _write_files(files):
+    for rel_path, text in files.items():
+        path = os.path.join(WORK_DIR, rel_path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+def _execute(code, echo_last_expr, namespace):
+    import linecache
+
+    linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
+    if not echo_last_expr:  # the common case skips building an AST in Python
+        exec(compile(code, CODE_FILENAME, "exec"), namespace)
+        return
+    tree = ast.parse(code, CODE_FILENAME)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, CODE_FILENAME, "exec"), namespace)
+    if last is not None:
+        value = eval(compile(last, CODE_FILENAME, "eval"), namespace)
+        if value is not None:
+            print(repr(value))
+
+
+def _print_user_traceback(exc):
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != CODE_FILENAME:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
+def _exit_code(exc):
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def new_namespace():
+    """Globals for code run as ``__main__``."""
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def run_code(code, echo_last_expr, namespace):
+    """Runs code in ``namespace``; returns (exit_code, memory_error). Failures go to stderr."""
+    try:
+        _execute(code, echo_last_expr, namespace)
+        return 0, False
+    except SystemExit as exc:
+        return _exit_code(exc), False
+    except MemoryError as exc:
+        _print_user_traceback(exc)
+        return 1, True
+    except BaseException as exc:  # the workload's failure is data, reported on stderr
+        _print_user_traceback(exc)
+        return 1, False
+
+
+def cpu_and_rss():
+    """CPU seconds used by this process and its waited-for children, and the peak RSS."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return cpu_s, max(own.ru_maxrss, kids.ru_maxrss) * 1024
+
+
+def child_main(job, status_fd):
+    """Runs in the forked child: limits, std streams, then the code. Never returns."""
+    exit_code, memory_error = 1, False
+    try:
+        enter_workload(job)
+        _write_files(job["files"])
+        exit_code, memory_error = run_code(job["code"], job["echo_last_expr"], new_namespace())
+    except BaseException as exc:  # our own set-up failed (a bad file path, say): on stderr
+        _print_user_traceback(exc)
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.close(1)
+        os.close(2)
+        cpu_s, max_rss_bytes = cpu_and_rss()
+        report = {"exit_code": exit_code, "memory_error": memory_error, "cpu_s": cpu_s}
+        # The child's last words, so that the zygote can answer before teardown ends.
+        write_frame(status_fd, {**report, "max_rss_bytes": max_rss_bytes})
+    except BaseException:
+        pass
+    os._exit(exit_code)
