@@ -4,7 +4,9 @@ From the warm start, ~30 steps must raise the reward well above its start, and G
 leave fewer erroneous tool calls inside correct rollouts than plain GRPO on the same seed
 (the report's Figure 4 effect). Windowed means and margins; fixed seeds. Measured on this
 2-core machine (shared, load 5-10): seeds 1/2/3 gave RoC 0.034/0.038/0.024 against GRPO
-0.158/0.112/0.059 over the last 5 steps, rewards ~0.6 → ~0.94; both runs together ~200 s.
+0.158/0.112/0.059 over the last 5 steps, rewards ~0.6 → ~0.94; both runs together 200-360 s.
+Both runs share torch's global generator, so a run is not bit-reproducible; the margins are
+what the test relies on.
 """
 
 import asyncio
