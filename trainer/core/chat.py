@@ -29,11 +29,10 @@ class ChatFormat:
         text = f"{self.start}system\n{system}{self.end}\n" if system else ""
         return f"{text}{self.start}user\n{question}{self.end}\n{self.start}assistant\n"
 
-    def tool_turn(self, responses: Sequence[str], turn_closed: bool = True) -> str:
+    def tool_turn(self, responses: Sequence[str]) -> str:
         """A user turn carrying tool responses, then the next assistant header.
 
-        ``turn_closed`` says whether the model's turn already ended with ``end``.
+        It follows a model turn that ended with ``end`` (the generator's EOS).
         """
         body = "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in responses)
-        close = "" if turn_closed else self.end
-        return f"{close}\n{self.start}user\n{body}{self.end}\n{self.start}assistant\n"
+        return f"\n{self.start}user\n{body}{self.end}\n{self.start}assistant\n"
