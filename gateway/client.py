@@ -2,11 +2,14 @@
 
 Concurrent ``execute`` calls are gathered into ``POST /v1/execute/batch`` requests (a batch
 leaves when it is full or ``batch_window_s`` after its first item), at most
-``max_in_flight_requests`` at a time. Only what cannot have run is retried: items answered
-``not_started`` or ``sandbox_error``, whole requests answered 429 or 503, and requests that
-never reached the server. Every item carries an idempotency key that a retry reuses, so the
-server can drop a duplicate. When retries run out the call raises :class:`ServiceError`: an
-infrastructure failure, never something to show the policy as tool output.
+``max_in_flight_requests`` at a time. Every item carries an idempotency key that each retry
+reuses; the service runs the first request with a key and answers repeats with its result
+(``gateway/idempotency.py``), so nothing runs twice. Retried: items answered ``not_started``
+or ``sandbox_error``, whole requests answered 429 (after ``Retry-After``) or 503, and requests
+lost in transport (refused, reset, timed out: whether they ran or not, the key makes the
+repeat safe). Not retried: other HTTP errors (a bad request stays bad) and malformed answers.
+When retries run out the call raises :class:`ServiceError`: an infrastructure failure, never
+something to show the policy as tool output.
 
 The wire models are light frozen dataclasses rather than ``executor.jobs``: a trainer process
 then loads nothing of the executor, and decoding 45,000 results per step costs no validation.
@@ -250,13 +253,10 @@ class CodepoolClient:
                 response = await self._http.post(
                     BATCH_PATH, content=body, headers={"content-type": "application/json"}
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                # The request never reached the server: nothing can have run.
-                self._retry(batch, f"connection failed: {exc!r}", None)
-                return
-            except httpx.HTTPError as exc:
-                # It may have run; the policy must not see it as tool output.
-                self._fail_all(batch, f"request failed after sending: {exc!r}")
+            except httpx.TransportError as exc:
+                # Refused, or reset on a stale keep-alive connection, or timed out: it may have
+                # run, but the idempotency keys make the repeat return that run's results.
+                self._retry(batch, f"transport failed: {exc!r}", None)
                 return
         self._handle_response(batch, response)
 

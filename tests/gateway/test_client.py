@@ -129,7 +129,7 @@ async def test_429_honours_retry_after_then_succeeds() -> None:
     assert seen[0][0]["idempotency_key"] == seen[1][0]["idempotency_key"]
 
 
-async def test_503_and_connection_refused_are_retried_until_attempts_run_out() -> None:
+async def test_503_and_transport_failures_are_retried_until_attempts_run_out() -> None:
     async def unavailable(request: httpx.Request) -> httpx.Response:
         return httpx.Response(503)
 
@@ -144,16 +144,36 @@ async def test_503_and_connection_refused_are_retried_until_attempts_run_out() -
 
     client, seen = make_client(refused, max_attempts=2)
     async with client:
-        with pytest.raises(ServiceError, match="connection failed"):
+        with pytest.raises(ServiceError, match="transport failed"):
             await client.execute(ExecuteItem("x"))
     assert len(seen) == 2
 
 
-@pytest.mark.parametrize("kind", ["bad_request", "read_timeout", "short_batch"])
-async def test_unsafe_failures_are_not_retried(kind: str) -> None:
+@pytest.mark.parametrize("error", [httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout])
+async def test_a_request_lost_after_sending_is_repeated_with_the_same_keys(
+    error: type[httpx.TransportError],
+) -> None:
+    calls = 0
+
+    async def lost_once(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise error("connection reset", request=request)
+        return await echo(request)
+
+    client, seen = make_client(lost_once)
+    async with client:
+        results = await client.execute_many([ExecuteItem("a"), ExecuteItem("b")])
+    assert [r.stdout for r in results] == ["a", "b"]
+    assert [i["idempotency_key"] for i in seen[0]] == [i["idempotency_key"] for i in seen[1]]
+
+
+@pytest.mark.parametrize("kind", ["bad_request", "server_error", "short_batch"])
+async def test_failures_a_repeat_would_not_fix_are_not_retried(kind: str) -> None:
     async def fail(request: httpx.Request) -> httpx.Response:
-        if kind == "read_timeout":
-            raise httpx.ReadTimeout("slow", request=request)
+        if kind == "server_error":
+            return httpx.Response(500, text="boom")
         if kind == "short_batch":
             return httpx.Response(200, json={"results": []})
         return httpx.Response(422, json={"detail": "code: field required"})

@@ -1,6 +1,8 @@
 """The client and the agent loop against a real ``codepool serve`` (started by a fixture)."""
 
 import asyncio
+import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -32,6 +34,19 @@ async def test_many_concurrent_calls_come_back_in_order_in_few_requests(codepool
     assert [r.stdout for r in results] == [f"{i * i}\n" for i in range(200)]
     assert {r.status for r in results} == {"ok"}
     assert client.stats.requests_sent < 20
+
+
+async def test_a_repeated_key_returns_the_first_run_instead_of_running_again(
+    codepool_url: str,
+) -> None:
+    """What makes the client's retries safe: the service deduplicates idempotency keys."""
+    item = ExecuteItem("import random; print(random.random())", idempotency_key=uuid.uuid4().hex)
+    async with CodepoolClient(ClientSettings(codepool_url)) as client:
+        first = await client.execute(item)
+        again = await client.execute(item)
+        fresh = await client.execute(replace(item, idempotency_key=None))
+    assert first.status == "ok" and again.stdout == first.stdout
+    assert fresh.stdout != first.stdout
 
 
 async def test_the_loop_reads_real_outcomes_from_statuses(codepool_url: str) -> None:
