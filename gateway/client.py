@@ -126,7 +126,11 @@ class ClientSettings:
     max_attempts: int = 6
     backoff_initial_s: float = 0.05
     backoff_max_s: float = 5.0
-    request_timeout_s: float = 300.0
+    # Seconds the service has to answer one batch request; what has not started by then comes
+    # back not_started and is retried. None: the service's default (600 s).
+    call_deadline_s: float | None = None
+    request_timeout_s: float = 300.0  # HTTP read limit when no call deadline is set
+    deadline_grace_s: float = 30.0  # HTTP read limit = call deadline + this
     connect_timeout_s: float = 5.0
     auth_token: str | None = None  # sent as a bearer token when the service requires one
 
@@ -164,7 +168,10 @@ class CodepoolClient:
     ) -> None:
         self.settings = settings
         self.stats = ClientStats()
-        timeout = httpx.Timeout(settings.request_timeout_s, connect=settings.connect_timeout_s)
+        read_s = settings.request_timeout_s
+        if settings.call_deadline_s is not None:
+            read_s = settings.call_deadline_s + settings.deadline_grace_s
+        timeout = httpx.Timeout(read_s, connect=settings.connect_timeout_s)
         limits = httpx.Limits(max_connections=settings.max_in_flight_requests)
         headers = {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
         self._http = httpx.AsyncClient(
@@ -200,12 +207,14 @@ class CodepoolClient:
         return list(await asyncio.gather(*(self.execute(item) for item in items)))
 
     async def aclose(self) -> None:
-        """Fails what is still queued, waits for requests in flight, closes the connections."""
+        """Fails every call not yet answered, stops requests in flight, closes the connections."""
         self._closed = True
         self._cancel_flush()
         for pending in self._batcher.queue:
             _fail(pending, "client closed")
         self._batcher.queue.clear()
+        for task in self._tasks:
+            task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._http.aclose()
@@ -245,7 +254,18 @@ class CodepoolClient:
         batch = [p for p in batch if not p.future.done()]  # callers may have given up
         if not batch:
             return
-        body = orjson.dumps({"items": [p.item.to_wire() for p in batch]})
+        try:
+            await self._request(batch)
+        except asyncio.CancelledError:  # the client is closing: nobody will answer these
+            for pending in batch:
+                _fail(pending, "client closed")
+            raise
+
+    async def _request(self, batch: list[_Pending]) -> None:
+        envelope: dict[str, Any] = {"items": [p.item.to_wire() for p in batch]}
+        if self.settings.call_deadline_s is not None:
+            envelope["deadline_s"] = self.settings.call_deadline_s
+        body = orjson.dumps(envelope)
         async with self._slots:
             self.stats.requests_sent += 1
             self.stats.items_sent += len(batch)
@@ -308,7 +328,12 @@ class CodepoolClient:
         self._spawn(self._requeue_after(again, wait_s))
 
     async def _requeue_after(self, batch: list[_Pending], wait_s: float) -> None:
-        await asyncio.sleep(wait_s)
+        try:
+            await asyncio.sleep(wait_s)
+        except asyncio.CancelledError:
+            for pending in batch:
+                _fail(pending, "client closed")
+            raise
         for pending in batch:
             if self._closed:
                 _fail(pending, "client closed")

@@ -1,8 +1,9 @@
 """``codepool bench train``: rollout throughput and where a training step's time goes (toy setup).
 
 Runs a few steps of the toy run against a real service, twice: with the client's
-micro-batching (the default) and, as the same-run baseline, one call per HTTP request. The
-first step of each is a warm-up and is left out of the figures.
+micro-batching (the default) and, as the same-run baseline, one call per HTTP request (16 in
+flight: the gateway keeps 32 Redis connections). The first step of each is a warm-up and is
+left out of the figures.
 """
 
 import asyncio
@@ -64,7 +65,7 @@ async def _measure(url: str, steps: int, batched: bool, out_dir: Path) -> TrainF
         progress=False,
         resume=False,
         client_max_batch_items=256 if batched else 1,
-        client_max_in_flight=8 if batched else 64,
+        client_max_in_flight=8 if batched else 16,
     )
     run_dir = await run_training(config)
     label = "batched" if batched else "1 call/request"

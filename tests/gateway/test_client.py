@@ -186,6 +186,32 @@ async def test_failures_a_repeat_would_not_fix_are_not_retried(kind: str) -> Non
     assert client.stats.calls_failed == 1
 
 
+async def test_a_call_deadline_goes_in_the_batch_envelope() -> None:
+    bodies: list[dict[str, object]] = []
+
+    async def keep(request: httpx.Request) -> httpx.Response:
+        bodies.append(orjson.loads(request.content))
+        return await echo(request)
+
+    settings = ClientSettings(base_url="http://codepool", call_deadline_s=42.0)
+    async with CodepoolClient(settings, transport=httpx.MockTransport(keep)) as client:
+        await client.execute(ExecuteItem("x"))
+    assert bodies[0]["deadline_s"] == 42.0
+
+
+async def test_closing_fails_calls_in_flight_at_once() -> None:
+    async def never(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(60)
+        raise AssertionError("unreachable")
+
+    client, _ = make_client(never)
+    call = asyncio.ensure_future(client.execute(ExecuteItem("x")))
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(client.aclose(), 5)
+    with pytest.raises(ServiceError, match="closed"):
+        await call
+
+
 async def test_closed_client_refuses_calls() -> None:
     client, _ = make_client(echo)
     await client.aclose()

@@ -70,6 +70,8 @@ class TrainConfig:
     """Tool output shown to the model, head and tail kept."""
     tool_timeout_s: float = 5.0
     """Time limit of one tool call in the sandbox."""
+    tool_deadline_s: float = 300.0
+    """Seconds the service has to answer a batch of calls; unstarted ones are retried."""
     tool_memory_mb: int = 0
     """Memory limit of one tool call; 0: the server's default."""
     system_prompt: str = ""
@@ -148,6 +150,7 @@ PRESETS: dict[str, TrainConfig] = {
         dataset=str(TOY_DIR / "data" / "multiply.jsonl"),
         exp_name="toy",
         torch_threads=1,
+        tool_deadline_s=60.0,
         learning_rate=5e-4,
         warmup_steps=0,
         max_turns=3,

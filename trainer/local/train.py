@@ -172,6 +172,7 @@ async def run_training(config: TrainConfig) -> Path:
     client_settings = ClientSettings(
         base_url=config.service_url,
         auth_token=config.service_token or None,
+        call_deadline_s=config.tool_deadline_s,
         max_batch_items=config.client_max_batch_items,
         max_in_flight_requests=config.client_max_in_flight,
     )

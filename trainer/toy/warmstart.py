@@ -7,6 +7,7 @@ in the repository as a small fixture (``trainer/toy/warmstart/``), re-derived by
 """
 
 import argparse
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from trainer.toy.model import build_model
 from trainer.toy.task import Behaviour, Segment, demonstration, random_operands
 from trainer.toy.tokenizer import build_tokenizer
 
+logger = logging.getLogger(__name__)
 FIXTURE_DIR = Path(__file__).parent / "warmstart"
 MIX: dict[Behaviour, float] = {"direct": 0.5, "tool": 0.3, "fix": 0.2}
 
@@ -82,7 +84,7 @@ def train_warm_start(config: WarmStartConfig) -> tuple[Qwen2ForCausalLM, PreTrai
         optimizer.step()
         schedule.step()
         if step % 100 == 0 or step == config.steps - 1:
-            print(f"step {step:4d}  loss {loss.item():.4f}")
+            logger.info("step %4d  loss %.4f", step, loss.item())
     return model, tokenizer
 
 
@@ -93,13 +95,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=WarmStartConfig.steps)
     parser.add_argument("--seed", type=int, default=WarmStartConfig.seed)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_flush_denormal(True)  # denormals slow CPU math ~10x as the loss falls
     torch.set_num_threads(1)  # tiny tensors: more threads only spin (5x slower under load)
     started_s = time.perf_counter()
     model, tokenizer = train_warm_start(WarmStartConfig(steps=args.steps, seed=args.seed))
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
-    print(f"saved to {args.out} in {time.perf_counter() - started_s:.0f} s")
+    logger.info("saved to %s in %.0f s", args.out, time.perf_counter() - started_s)
 
 
 if __name__ == "__main__":
