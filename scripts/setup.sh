@@ -49,7 +49,7 @@ stamp_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 
 make_venv() {
     local extras="dev"
-    [ "$purpose" = test ] && extras="dev"
+    [ "$purpose" = test ] && extras="dev,trainer"
     local stamp; stamp="$(stamp_of "$root/pyproject.toml")-$extras"
     if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.codepool-stamp" 2>/dev/null)" = "$stamp" ]; then
         return 0
