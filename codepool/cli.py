@@ -1,34 +1,103 @@
 """The ``codepool`` command. It only parses flags; the work lives in the packages."""
 
-import typer
+import asyncio
+from pathlib import Path
+from typing import Any, TypeVar
 
-from codepool import bench
+import typer
+from pydantic import BaseModel, ValidationError
+
+from codepool import bench, logs
 
 app = typer.Typer(help="Sandboxed code execution for agentic RL.", no_args_is_help=True)
 app.add_typer(bench.app, name="bench")
+
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+def _settings[SettingsT: BaseModel](cls: type[SettingsT], **flags: Any) -> SettingsT:
+    """Settings from the environment, with the flags that were given on top; fails fast."""
+    try:
+        return cls(**{name: value for name, value in flags.items() if value is not None})
+    except ValidationError as exc:
+        typer.echo(f"invalid configuration ({cls.__name__}):\n{exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Gateway address."),
+    port: int = typer.Option(8000, help="Gateway port."),
+    workers: int = typer.Option(2, min=1, help="Worker processes."),
+    slots: int = typer.Option(32, min=1, help="Sandbox slots per worker (size by memory)."),
+    redis_url: str | None = typer.Option(None, help="Use this Redis instead of starting one."),
+    run_dir: str | None = typer.Option(None, help="Where Redis's socket goes (default: temp)."),
+    uid_base: int = typer.Option(200_000, help="First outside uid of the sandboxes."),
+    worker_metrics_port: int = typer.Option(9100, help="Worker i serves metrics on this + i."),
+    drain_timeout_s: float = typer.Option(30.0, help="How long workers may finish on stop."),
+    ready_timeout_s: float = typer.Option(300.0, help="Start-up time allowed."),
+    log_level: str = typer.Option("info"),
+) -> None:
+    """Run Redis, workers and the gateway on this machine; Ctrl-C stops everything."""
+    from codepool.serve import ServeOptions
+    from codepool.serve import serve as run_serve
+
+    logs.configure(log_level)
+    options = ServeOptions(host, port, workers, slots, redis_url,
+                           Path(run_dir) if run_dir else None, uid_base,
+                           worker_metrics_port, drain_timeout_s, ready_timeout_s)  # fmt: skip
+    raise typer.Exit(run_serve(options))
+
+
+@app.command()
+def gateway(
+    host: str = typer.Option("0.0.0.0", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    redis_url: str | None = typer.Option(None, help="Overrides CODEPOOL_REDIS_URL."),
+    log_level: str = typer.Option("info"),
+) -> None:
+    """Run the HTTP gateway (one process; configured by CODEPOOL_* variables)."""
+    from gateway.server import run
+    from gateway.settings import GatewaySettings
+
+    logs.configure(log_level)
+    run(_settings(GatewaySettings, redis_url=redis_url), host, port, log_level)
+
+
+@app.command()
+def worker(
+    redis_url: str | None = typer.Option(None, help="Overrides CODEPOOL_REDIS_URL."),
+    worker_id: str | None = typer.Option(None, help="Consumer name (default: hostname)."),
+    slots: int | None = typer.Option(None, help="Overrides CODEPOOL_SANDBOX_SLOTS."),
+    metrics_port: int | None = typer.Option(None, help="Prometheus port (default 9100; 0 = off)."),
+    check: bool = typer.Option(
+        False, "--check", help="Exit 0 if this worker's heartbeat is fresh."
+    ),
+    log_level: str = typer.Option("info"),
+) -> None:
+    """Run one sandbox worker process (drains in-flight jobs on SIGTERM)."""
+    from executor.nsjail import SandboxUnavailable
+    from executor.settings import SandboxSettings
+    from executor.worker import check as check_alive
+    from executor.worker import serve as serve_worker
+    from executor.worker_settings import WorkerSettings
+
+    logs.configure(log_level)
+    settings = _settings(WorkerSettings, redis_url=redis_url, worker_id=worker_id,
+                         metrics_port=metrics_port)  # fmt: skip
+    if check:
+        raise typer.Exit(0 if asyncio.run(check_alive(settings)) else 1)
+    sandbox = _settings(SandboxSettings, slots=slots)
+    try:
+        asyncio.run(serve_worker(settings, sandbox))
+    except SandboxUnavailable as exc:
+        typer.echo(f"the sandbox cannot run on this host: {exc}", err=True)
+        raise typer.Exit(3) from None
 
 
 def _not_built(issue: int) -> None:
     typer.echo(f"not built yet: this subcommand lands with issue {issue}", err=True)
     raise typer.Exit(2)
-
-
-@app.command()
-def serve() -> None:
-    """Run Redis, workers and the gateway on this machine."""
-    _not_built(3)
-
-
-@app.command()
-def gateway() -> None:
-    """Run the HTTP gateway (one process)."""
-    _not_built(3)
-
-
-@app.command()
-def worker() -> None:
-    """Run one sandbox worker process."""
-    _not_built(3)
 
 
 @app.command()

@@ -38,7 +38,7 @@ class Language(StrEnum):
 class ExecuteRequest(BaseModel):
     """One call as a client sends it. Limits left out take the server's defaults."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     code: str
     language: Language = Language.PYTHON
@@ -72,3 +72,27 @@ class JobResult(Execution):
 
     id: str
     queue_s: float = 0.0
+
+
+class QueuedJob(BaseModel):
+    """A job as it travels on the job stream: limits already clamped, times as epoch seconds.
+
+    ``start_by_s`` is the latest moment a worker may start it: late enough that its whole time
+    limit still fits before ``deadline_at_s``. A worker that claims it later answers
+    ``not_started`` without running it, so the gateway can answer at the deadline knowing the
+    job will not run afterwards.
+    """
+
+    id: str
+    reply_to: str
+    code: str
+    stdin: str = ""
+    files: dict[str, str] = Field(default_factory=dict)
+    echo_last_expr: bool = False
+    timeout_s: float
+    memory_mb: int
+    enqueued_at_s: float
+    start_by_s: float
+    deadline_at_s: float
+    batch_id: str | None = None
+    idempotency_key: str | None = None

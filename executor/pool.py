@@ -3,7 +3,7 @@
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from executor import cgroups
 from executor.jobs import Execution, Status
@@ -37,8 +37,11 @@ def slot_config(settings: SandboxSettings, preload: tuple[str, ...]) -> SlotConf
 class SlotPool:
     """Runs jobs on ``settings.slots`` concurrent slots; infrastructure failures become data."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(
+        self, settings: SandboxSettings, on_slot_start: Callable[[float], None] | None = None
+    ) -> None:
         self.settings = settings
+        self._on_slot_start = on_slot_start
         self._config: SlotConfig | None = None
         self._idle: asyncio.Queue[Slot] = asyncio.Queue()
         self._slots: dict[int, Slot] = {}
@@ -78,6 +81,7 @@ class SlotPool:
             await asyncio.gather(*(s.stop() for s in slots))
             raise failure
         for slot in slots:
+            self._started(slot)
             self._idle.put_nowait(slot)
 
     async def stop(self) -> None:
@@ -121,6 +125,7 @@ class SlotPool:
         started = time.monotonic()
         try:
             await slot.start()
+            self._started(slot)
             result = await slot.run(job)
         except (SlotFailure, RuntimeError) as exc:
             log.warning("fresh jail failed: %s", exc)
@@ -157,8 +162,13 @@ class SlotPool:
                 log.error("slot %d could not restart, retrying: %s", old.index, exc)
                 await asyncio.sleep(1.0)
                 continue
+            self._started(slot)
             self._idle.put_nowait(slot)
             return
+
+    def _started(self, slot: Slot) -> None:
+        if self._on_slot_start is not None:
+            self._on_slot_start(slot.start_s)
 
     def _require_config(self) -> SlotConfig:
         if self._config is None:

@@ -1,0 +1,159 @@
+"""``codepool serve``: Redis, N workers and the gateway on this machine, stopped together.
+
+Redis listens on a unix socket in a run directory (unless ``--redis-url`` is given), the
+workers and the gateway are child processes configured through ``CODEPOOL_*`` variables.
+SIGINT or SIGTERM stops the gateway, drains the workers, stops Redis, and exits: every child
+is stopped by its pid, and every child dies with serve if serve itself is killed.
+"""
+
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import httpx
+import redis
+
+from codepool.children import Children, child_env
+
+log = logging.getLogger(__name__)
+
+REDIS_START_TIMEOUT_S = 10.0
+UID_STRIDE = 20_000  # outside uids per worker: its slots, then its fresh-jail range
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``codepool serve`` was asked to run."""
+
+    host: str
+    port: int
+    workers: int
+    slots: int
+    redis_url: str | None
+    run_dir: Path | None
+    uid_base: int
+    worker_metrics_port: int
+    drain_timeout_s: float
+    ready_timeout_s: float
+
+
+class Stop(Exception):
+    """SIGINT or SIGTERM arrived."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def start_redis(children: Children, run_dir: Path) -> str:
+    """A private redis-server on a unix socket in ``run_dir``; returns its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server not found: install the Debian package redis-server")
+    socket_path = run_dir / "redis.sock"
+    argv = [binary, "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
+            "--save", "", "--appendonly", "no", "--dir", str(run_dir),
+            "--loglevel", "warning"]  # fmt: skip
+    children.start("redis", argv, child_env())
+    client = redis.Redis(unix_socket_path=str(socket_path))
+    deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+    while True:
+        try:
+            client.ping()
+            client.close()
+            return f"unix://{socket_path}"
+        except (redis.RedisError, OSError):
+            if time.monotonic() > deadline or children.exited():
+                raise RuntimeError(f"redis-server did not start on {socket_path}") from None
+            time.sleep(0.05)
+
+
+def start_workers(children: Children, options: ServeOptions, redis_url: str) -> None:
+    """N worker processes, each with outside uids of its own."""
+    for index in range(options.workers):
+        metrics_port = options.worker_metrics_port + index if options.worker_metrics_port else 0
+        env = child_env(
+            CODEPOOL_REDIS_URL=redis_url,
+            CODEPOOL_WORKER_ID=f"serve-{index}",
+            CODEPOOL_METRICS_PORT=str(metrics_port),
+            CODEPOOL_METRICS_HOST="127.0.0.1",
+            CODEPOOL_DRAIN_TIMEOUT_S=str(options.drain_timeout_s),
+            CODEPOOL_SANDBOX_SLOTS=str(options.slots),
+            CODEPOOL_SANDBOX_UID_BASE=str(options.uid_base + index * UID_STRIDE),
+        )
+        children.start(f"worker-{index}", [sys.executable, "-m", "codepool", "worker"], env)
+
+
+def start_gateway(children: Children, options: ServeOptions, redis_url: str) -> None:
+    """The gateway process."""
+    argv = [sys.executable, "-m", "codepool", "gateway", "--host", options.host,
+            "--port", str(options.port)]  # fmt: skip
+    children.start("gateway", argv, child_env(CODEPOOL_REDIS_URL=redis_url))
+
+
+def wait_ready(children: Children, url: str, timeout_s: float) -> None:
+    """Waits until the gateway answers /readyz (Redis up, a worker alive)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (dead := children.exited()) is not None:
+            raise RuntimeError(f"{dead[0]} exited with code {dead[1]} during start-up")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"not ready after {timeout_s:.0f} s")
+
+
+def supervise(children: Children) -> None:
+    """Returns when a child exits on its own (an error: serve then stops the rest)."""
+    while (dead := children.exited()) is None:
+        time.sleep(0.5)
+    raise RuntimeError(f"{dead[0]} exited with code {dead[1]}")
+
+
+def serve(options: ServeOptions) -> int:
+    """Runs everything until SIGINT/SIGTERM; returns the exit code."""
+    run_dir = options.run_dir or Path(tempfile.mkdtemp(prefix="codepool-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    children = Children()
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    url = f"http://{options.host}:{options.port}"
+    code = 0
+    try:
+        redis_url = options.redis_url or start_redis(children, run_dir)
+        start_workers(children, options, redis_url)
+        start_gateway(children, options, redis_url)
+        print(f"codepool: starting {options.workers} worker(s) x {options.slots} slot(s) "
+              f"at {url} (Redis {redis_url})", flush=True)  # fmt: skip
+        wait_ready(children, url, options.ready_timeout_s)
+        print(f"codepool: ready at {url}  (docs: {url}/docs; Ctrl-C stops)", flush=True)
+        supervise(children)
+    except Stop as stop:
+        log.info("%s: stopping", stop)
+    except RuntimeError as exc:
+        print(f"codepool: error: {exc}", file=sys.stderr, flush=True)
+        code = 1
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        _shut_down(children, options.drain_timeout_s)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if options.run_dir is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    return code
+
+
+def _shut_down(children: Children, drain_timeout_s: float) -> None:
+    children.stop(("gateway",), grace_s=10.0)
+    children.stop(("worker",), grace_s=drain_timeout_s + 10.0)
+    children.stop(("redis",), grace_s=5.0)
+    print("codepool: stopped", flush=True)

@@ -1,0 +1,80 @@
+"""The enqueue micro-batcher: concurrent requests share pipelined XADD round trips."""
+
+import asyncio
+import logging
+from collections import deque
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from executor import keys
+from gateway.errors import Rejected
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    """One task flushes everything queued so far as one pipeline of at most ``max_items``."""
+
+    def __init__(self, redis: Redis, max_items: int, linger_s: float, retry_after_s: int):
+        self.redis = redis
+        self.max_items = max_items
+        self.linger_s = linger_s
+        self.retry_after_s = retry_after_s
+        self._queue: deque[tuple[list[bytes], asyncio.Future[None]]] = deque()
+        self._queued_items = 0
+        self._wakeup = asyncio.Event()
+
+    async def enqueue(self, payloads: list[bytes]) -> None:
+        """Adds jobs to the stream; raises Rejected (503) if Redis is unreachable."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[None]] = []
+        for start in range(0, len(payloads), self.max_items):
+            chunk = payloads[start : start + self.max_items]
+            future: asyncio.Future[None] = loop.create_future()
+            self._queue.append((chunk, future))
+            self._queued_items += len(chunk)
+            futures.append(future)
+        self._wakeup.set()
+        await asyncio.gather(*futures)
+
+    async def run(self) -> None:
+        """The flusher loop; runs for the gateway's lifetime."""
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            if self.linger_s and self._queued_items < self.max_items:
+                await asyncio.sleep(self.linger_s)
+            while self._queue:
+                await self._flush(*self._take())
+
+    def _take(self) -> tuple[list[bytes], list[asyncio.Future[None]]]:
+        payloads: list[bytes] = []
+        futures: list[asyncio.Future[None]] = []
+        while self._queue and len(payloads) + len(self._queue[0][0]) <= self.max_items:
+            chunk, future = self._queue.popleft()
+            payloads += chunk
+            futures.append(future)
+        if not payloads:  # a single chunk is never larger than max_items, but be safe
+            chunk, future = self._queue.popleft()
+            payloads, futures = chunk, [future]
+        self._queued_items -= len(payloads)
+        return payloads, futures
+
+    async def _flush(self, payloads: list[bytes], futures: list[asyncio.Future[None]]) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for payload in payloads:
+            pipe.xadd(keys.JOBS_STREAM, {keys.JOB_FIELD: payload})
+        try:
+            await pipe.execute()
+        except (RedisError, OSError) as exc:
+            log.warning("enqueue of %d job(s) failed: %s", len(payloads), exc)
+            error = Rejected(503, "redis_unavailable", f"the queue is unavailable: {exc}",
+                             self.retry_after_s)  # fmt: skip
+            for future in futures:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        for future in futures:
+            if not future.done():
+                future.set_result(None)

@@ -1,0 +1,79 @@
+"""The reply listener: one task reads this gateway's reply stream and resolves waiters."""
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from executor import keys
+from executor.jobs import Status
+from gateway.pending import PendingResults, Reply
+
+log = logging.getLogger(__name__)
+
+READ_COUNT = 1000
+BLOCK_MS = 1000
+BACKOFF_MAX_S = 2.0
+
+
+def parse_reply(fields: dict[bytes, bytes]) -> Reply:
+    """One reply-stream entry as a Reply."""
+    return Reply(
+        job_id=fields[keys.REPLY_ID_FIELD.encode()].decode(),
+        status=Status(fields[keys.REPLY_STATUS_FIELD.encode()].decode()),
+        raw=fields[keys.REPLY_RESULT_FIELD.encode()],
+    )
+
+
+class ReplyListener:
+    """Reads ``stream`` with a blocking XREAD on its own connection and trims what it read."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        stream: str,
+        pending: PendingResults,
+        on_reply: Callable[[Reply, bool], None],
+    ) -> None:
+        self.redis = redis
+        self.stream = stream
+        self.pending = pending
+        self.on_reply = on_reply
+        self.last_id = b"0-0"
+
+    def restart_from_scratch(self) -> None:
+        """After Redis lost its data the stream starts again from the first id."""
+        self.last_id = b"0-0"
+
+    async def run(self) -> None:
+        """Reads forever; Redis errors are logged and retried with backoff."""
+        delay_s = 0.05
+        while True:
+            try:
+                await self._read_once()
+                delay_s = 0.05
+            except (RedisError, OSError) as exc:
+                log.warning("reply listener: Redis error, retrying in %.2f s: %s", delay_s, exc)
+                await asyncio.sleep(delay_s)
+                delay_s = min(BACKOFF_MAX_S, delay_s * 2)
+
+    async def _read_once(self) -> None:
+        response: Any = await self.redis.xread(
+            {self.stream: self.last_id}, count=READ_COUNT, block=BLOCK_MS
+        )
+        if not response:
+            return
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = response[0][1]
+        for _, fields in entries:
+            try:
+                reply = parse_reply(fields)
+            except (KeyError, ValueError, UnicodeDecodeError) as exc:
+                log.error("dropping a malformed reply: %s", exc)
+                continue
+            self.on_reply(reply, self.pending.resolve(reply))
+        self.last_id = entries[-1][0]
+        # Only this process reads the stream: what it has read can go.
+        await self.redis.xtrim(self.stream, minid=self.last_id)
