@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +25,19 @@ class Children:
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
 
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, argv: list[str], env: dict[str, str], log_path: Path | None = None
+    ) -> subprocess.Popen[bytes]:
         """Starts one child in a session of its own (a terminal's Ctrl-C reaches only serve)."""
-        proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (closed below)
+        try:
+            proc = subprocess.Popen(
+                argv, env=env, start_new_session=True, preexec_fn=_die_with_parent,
+                stdout=out, stderr=subprocess.STDOUT if out else None,
+            )  # fmt: skip
+        finally:
+            if out is not None:
+                out.close()
         log.debug("started %s pid %d", name, proc.pid)
         self.procs.append((name, proc))
         return proc

@@ -60,7 +60,7 @@ def start_redis(children: Children, run_dir: Path) -> str:
     argv = [binary, "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
             "--save", "", "--appendonly", "no", "--dir", str(run_dir),
             "--loglevel", "warning"]  # fmt: skip
-    children.start("redis", argv, child_env())
+    children.start("redis", argv, child_env(), log_path=run_dir / "redis.log")
     client = redis.Redis(unix_socket_path=str(socket_path))
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S
     while True:

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -21,6 +22,7 @@ from gateway.errors import (
     Rejected,
     field_error_handler,
     rejected_handler,
+    validation_error_handler,
 )
 from gateway.idempotency import Idempotency
 from gateway.metrics import GatewayMetrics, HttpMetricsMiddleware, build_version
@@ -45,12 +47,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         version=build_version(),
         summary="Sandboxed code execution for agentic RL",
         lifespan=_lifespan,
-        default_response_class=ORJSONResponse,
     )
     app.state.settings = settings
     app.state.metrics = metrics
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(FieldError, field_error_handler)
     app.add_exception_handler(Rejected, rejected_handler)
     app.add_exception_handler(QueueLost, _queue_lost_handler)
@@ -60,7 +62,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     return app
 
 
-async def _queue_lost_handler(request: Any, exc: Exception) -> ORJSONResponse:
+async def _queue_lost_handler(request: Any, exc: Exception) -> JSONResponse:
     settings: GatewaySettings = request.app.state.settings
     error = Rejected(503, "queue_lost", "Redis lost queued work (restarted?); retry",
                      settings.retry_after_s)  # fmt: skip

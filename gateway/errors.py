@@ -3,7 +3,8 @@
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import ORJSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 
 
 class FieldError(Exception):
@@ -31,19 +32,27 @@ class QueueLost(Exception):
     """Redis lost the queue (restart without persistence) while the job waited."""
 
 
-async def field_error_handler(request: Request, exc: Exception) -> ORJSONResponse:
+async def field_error_handler(request: Request, exc: Exception) -> JSONResponse:
     """422 naming the field, like FastAPI's own validation errors."""
     assert isinstance(exc, FieldError)
     detail: list[dict[str, Any]] = [{"loc": ["body", *exc.loc], "msg": exc.message,
                                      "type": exc.kind}]  # fmt: skip
-    return ORJSONResponse({"detail": detail}, status_code=422)
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
-async def rejected_handler(request: Request, exc: Exception) -> ORJSONResponse:
+async def rejected_handler(request: Request, exc: Exception) -> JSONResponse:
     """429 / 503 with Retry-After and the reason."""
     assert isinstance(exc, Rejected)
-    return ORJSONResponse(
+    return JSONResponse(
         {"detail": exc.message, "reason": exc.reason},
         status_code=exc.status_code,
         headers={"Retry-After": str(exc.retry_after_s)},
     )
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each bad field; the offending input is not echoed (it may be huge or NaN)."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [{"loc": list(err["loc"]), "msg": str(err["msg"]), "type": str(err["type"])}
+              for err in exc.errors()]  # fmt: skip
+    return JSONResponse({"detail": detail}, status_code=422)

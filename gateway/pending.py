@@ -61,4 +61,5 @@ class PendingResults:
         for future in futures.values():
             if not future.done():
                 future.set_exception(exc)
+                future.exception()  # marks it retrieved: a waiter gone already must not log it
         return len(futures)

@@ -20,7 +20,9 @@ class Cancelled(BaseModel):
     status: str = "cancelled"
 
 
-NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such batch (or it ended long ago)"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such batch (or it ended long ago)"}
+}
 
 
 @router.delete(

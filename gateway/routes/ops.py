@@ -1,7 +1,7 @@
 """Operations: liveness, readiness, status and Prometheus metrics."""
 
 from fastapi import APIRouter, Response
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
@@ -30,12 +30,12 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", responses={503: {"description": "Redis unreachable or no live worker"}})
-async def readyz(services: ServicesDep) -> ORJSONResponse:
+async def readyz(services: ServicesDep) -> JSONResponse:
     """Ready when Redis answers and at least one worker is alive."""
     state = services.monitor.state
     ready = state.redis_ok and state.workers > 0
     body = {"ready": ready, "redis_ok": state.redis_ok, "workers": state.workers}
-    return ORJSONResponse(body, status_code=200 if ready else 503)
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/v1/status", response_model=QueueStatus, dependencies=[AuthDep])

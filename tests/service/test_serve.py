@@ -1,0 +1,113 @@
+"""``codepool serve``: everything on one machine, stopped with no orphan left."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import unique_uid_base
+from tests.service.stack import TEST_SANDBOX_ENV, free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def descendants(root: int) -> set[int]:
+    """Every live process below ``root``, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (zombies count as gone)."""
+    running = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            running.add(pid)
+    return running
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    port = free_port()
+    env = {**os.environ, **TEST_SANDBOX_ENV}
+    argv = [
+        sys.executable,
+        "-m",
+        "codepool",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--slots",
+        "2",
+        "--uid-base",
+        str(unique_uid_base() + 90),
+        "--worker-metrics-port",
+        "0",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--log-level",
+        "warning",
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "ready at" in line:
+                break
+        else:
+            pytest.fail(f"serve exited early with {proc.wait()}")
+        yield proc, f"http://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_runs_everything_and_sigterm_leaves_no_orphan(
+    serve: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, url = serve
+    result = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=30).json()
+    assert result["stdout"] == "42\n"
+    status = httpx.get(f"{url}/v1/status").json()
+    assert (status["workers"], status["slots"]) == (2, 4)
+    family = descendants(proc.pid)
+    assert len(family) >= 4  # redis, two workers, the gateway (and their jails)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    assert alive(family) == set()
+
+
+def test_killed_serve_takes_its_children_down(serve: tuple[subprocess.Popen[str], str]) -> None:
+    proc, _ = serve
+    family = descendants(proc.pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 40
+    while alive(family):
+        assert time.monotonic() < deadline, f"orphans left: {alive(family)}"
+        time.sleep(0.2)
