@@ -100,7 +100,17 @@ def _not_built(issue: int) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
-def train() -> None:
-    """Train a policy with GRPO-RoC against a running codepool."""
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def train(
+    ctx: typer.Context,
+    engine: str = typer.Option("local", help="local (one process) or verl (a Ray cluster)."),
+) -> None:
+    """Train a policy with GRPO-RoC against a running codepool (--engine verl --help: its flags)."""
+    if engine == "verl":
+        from trainer.verl.launch import main as train_on_verl
+
+        raise typer.Exit(train_on_verl(ctx.args))
+    if engine != "local":
+        typer.echo(f"unknown engine {engine!r}: local or verl", err=True)
+        raise typer.Exit(2)
     _not_built(4)
