@@ -66,6 +66,13 @@ def codepool_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 proc.wait()
 
 
+def make_worker(config: Any) -> Any:
+    """verl's own AgentLoopWorker for ``config``, its server client set later by the test."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    return AgentLoopWorker(config, llm_client=None)
+
+
 def run_async(coroutine: Any) -> Any:
     """Runs ``coroutine`` on a fresh event loop (verl's worker code is called from sync tests)."""
     return asyncio.run(coroutine)
