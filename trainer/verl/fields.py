@@ -23,6 +23,7 @@ TOOL_ERRORS = "codepool_tool_errors"
 TOOL_LATENCY_S = "codepool_tool_latency_s"
 RESPONSE_TOKENS = "codepool_response_tokens"
 OUTCOME_PREFIX = "codepool_calls_"  # + CallOutcome value: calls that ended that way
+VERL_SCORE = "acc"  # reward_extra_info key: verl names validation scores after it
 
 
 def outcome_field(outcome: CallOutcome) -> str:

@@ -7,7 +7,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopO
 
 from trainer.core.grpo import Rollout
 from trainer.core.timing import ActivityClock
-from trainer.verl.fields import trajectory_fields
+from trainer.verl.fields import VERL_SCORE, trajectory_fields
 from trainer.verl.generator import response_logprobs
 
 
@@ -27,8 +27,7 @@ def build_output(
     """verl's record of one rollout; the reward goes on its last response token (verl's rule)."""
     trajectory = rollout.trajectory
     fields: dict[str, Any] = trajectory_fields(rollout)
-    # verl logs reward_extra_info per sample; "acc" names the validation score column.
-    fields["reward_extra_info"] = {"acc": rollout.reward}
+    fields["reward_extra_info"] = {VERL_SCORE: rollout.reward}  # verl logs it per sample
     return AgentLoopOutput(
         prompt_ids=list(trajectory.prompt_ids),
         response_ids=list(trajectory.response_ids),

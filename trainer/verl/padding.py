@@ -49,6 +49,9 @@ def noop_columns(template: dict[str, np.ndarray], count: int) -> dict[str, np.nd
     columns["uid"] = np.array([pad_uid] * count, dtype=object)
     columns[fields.USABLE] = np.array([False] * count, dtype=object)
     columns[fields.PADDING] = np.array([True] * count, dtype=object)
+    for score in (fields.REWARD, fields.VERL_SCORE):
+        if score in columns:
+            columns[score] = np.zeros(count)
     return columns
 
 

@@ -109,6 +109,8 @@ def test_balance_hook_runs_roc_then_pads_to_the_update_multiple(config: Any, wor
     assert int(padding.sum()) == rows - len(reference.kept) == metrics["roc/padding_rows"] > 0
     assert batch.batch["response_mask"][torch.from_numpy(padding)].sum() == 0
     assert batch.batch["rm_scores"][torch.from_numpy(padding)].sum() == 0
+    assert not batch.non_tensor_batch[fields.REWARD][padding].any()
+    assert not batch.non_tensor_batch[fields.VERL_SCORE][padding].any()
     assert batch.batch["attention_mask"][torch.from_numpy(padding)].sum(dim=-1).tolist() == [
         2
     ] * int(padding.sum())
