@@ -105,7 +105,7 @@ def train(
     ctx: typer.Context,
     engine: str = typer.Option("local", help="local (one process) or verl (a Ray cluster)."),
 ) -> None:
-    """Train a policy with GRPO-RoC against a running codepool (--engine verl --help: its flags)."""
+    """Train a policy with GRPO-RoC against a running codepool (--engine verl -h: its flags)."""
     if engine == "verl":
         from trainer.verl.launch import main as train_on_verl
 

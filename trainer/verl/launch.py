@@ -16,7 +16,12 @@ DEFAULT_OUTPUT_DIR = Path("runs/verl")
 
 def build_parser(prog: str = "codepool train --engine verl") -> argparse.ArgumentParser:
     """The parser of the verl engine's flags."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="GRPO-RoC on verl: compose a recipe, point it at codepool and data, run it on"
+        " the Ray cluster (RAY_ADDRESS) or a local Ray. Arguments after the flags are hydra"
+        " overrides of verl's config (key=value), applied last.",
+    )
     parser.add_argument(
         "--config",
         default="single_node",

@@ -7,7 +7,7 @@ limits are verl's own keys (``rollout.multi_turn.max_assistant_turns``,
 """
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from trainer.core.answer import Strictness
 from trainer.core.roc import RocMode
@@ -38,7 +38,7 @@ class CodepoolSettings:
     """Memory limit of one tool call; 0: the server's default."""
     max_tool_output_chars: int = 2048
     """Tool output shown to the model, head and tail kept."""
-    answer_strictness: Literal["strict", "lenient"] = "strict"
+    answer_strictness: Strictness = "strict"
     """strict: last box of the last <answer> block; lenient: last box anywhere."""
     verify_timeout_s: float = 5.0
     """math-verify's time per answer (a timeout scores 0)."""
