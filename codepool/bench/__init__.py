@@ -19,3 +19,15 @@ def sandbox(
     from codepool.bench.sandbox import run
 
     asyncio.run(run(slots=slots, calls=calls, baseline_calls=baseline_calls))
+
+
+@app.command()
+def train(
+    url: str | None = typer.Option(None, help="A running codepool; default: start one."),
+    steps: int = typer.Option(4, help="Measured steps per variant (after one warm-up step)."),
+    slots: int = typer.Option(8, help="Sandbox slots of the service started when no --url."),
+) -> None:
+    """Toy training steps: rollout throughput and the time split generate/service/update."""
+    from codepool.bench.train import main
+
+    main(url, steps, slots)
