@@ -117,3 +117,16 @@ def test_launch_dry_run_converts_jsonl_for_verls_dataset(
     assert item["raw_prompt"] == [{"role": "user", "content": "Q2: 6*7 ="}]
     assert item["reward_model"]["ground_truth"] == "42"
     assert item["agent_name"] == "codepool_agent"
+
+
+def test_codepool_train_engine_verl(model_dir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from codepool.cli import app
+
+    runner = CliRunner()
+    argv = ["train", "--engine", "verl", "--model", str(model_dir), "--dry-run"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "default_agent_loop: codepool_agent" in result.output
+    assert runner.invoke(app, ["train", "--engine=tpu"]).exit_code == 2
