@@ -44,6 +44,8 @@ class TrainConfig:
     """Seed of prompt order, sampling and RoC."""
     device: str = "auto"
     """torch device; auto: cuda when available, else cpu."""
+    torch_threads: int = 0
+    """CPU threads of torch; 0: torch's default (1 suits tiny models: more threads only spin)."""
     roc: RocMode = "paper"
     """Selection: paper (the report), public (rStar2's released code), none (plain GRPO)."""
     group_size: int = 8
@@ -143,6 +145,7 @@ PRESETS: dict[str, TrainConfig] = {
         model=str(TOY_DIR / "warmstart"),
         dataset=str(TOY_DIR / "data" / "multiply.jsonl"),
         exp_name="toy",
+        torch_threads=1,
         learning_rate=5e-4,
         warmup_steps=0,
         max_turns=3,

@@ -19,6 +19,7 @@ from transformers import (
     AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
 )
 
 from gateway.client import ClientSettings, CodepoolClient
@@ -81,6 +82,20 @@ class Run:
         return self.datasets[path]
 
 
+def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    """The tokenizer as its ``tokenizer.json`` defines it, when there is one.
+
+    ``AutoTokenizer`` picks a class from the model type (a qwen2 config gets Qwen2's
+    pre-tokenizer rebuilt from the vocabulary), which silently breaks a custom tokenizer.
+    """
+    if (path / "tokenizer.json").is_file():
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path))
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    assert isinstance(tokenizer, PreTrainedTokenizerBase)
+    return tokenizer
+
+
 def pick_device(name: str) -> torch.device:
     """``auto``: the first GPU when there is one, else the CPU."""
     if name == "auto":
@@ -112,9 +127,12 @@ def set_up(config: TrainConfig) -> Run:
     checkpoint = latest_checkpoint(run_dir) if config.resume else None
     source = str(checkpoint or config.model)
     device = pick_device(config.device)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    torch.set_flush_denormal(True)  # denormals slow CPU math ~10x as weights settle
     model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(source)
     model.to(device)  # type: ignore[arg-type]
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = load_tokenizer(Path(source))
     optimizer = _optimizer(model, config)
     schedule = _warmup(optimizer, config.warmup_steps)
     run = Run(config, run_dir, device, model, tokenizer, optimizer, schedule)

@@ -4,8 +4,6 @@ Text between known pieces becomes one ``<unk>`` token, so a traceback costs a ha
 tokens. Tool calls stay real JSON inside ``<tool_call>``, so the production parser runs as is.
 """
 
-from pathlib import Path
-
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
@@ -44,10 +42,3 @@ def _escape(piece: str) -> str:
     return "".join("\\" + c if not c.isalnum() and c != "\n" else c for c in piece).replace(
         "\n", "\\n"
     )
-
-
-def load_tokenizer(path: Path) -> PreTrainedTokenizerFast:
-    """A tokenizer saved with ``save_pretrained``."""
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path))
-    assert isinstance(tokenizer, PreTrainedTokenizerFast)
-    return tokenizer
