@@ -48,3 +48,15 @@ def sessions(
     from codepool.bench.sessions import run
 
     asyncio.run(run(url, token, trajectories))
+
+
+@app.command()
+def train(
+    url: str | None = typer.Option(None, help="A running codepool; default: start one."),
+    steps: int = typer.Option(4, help="Measured steps per variant (after one warm-up step)."),
+    slots: int = typer.Option(8, help="Sandbox slots of the service started when no --url."),
+) -> None:
+    """Toy training steps: rollout throughput and the time split generate/service/update."""
+    from codepool.bench.train import main
+
+    main(url, steps, slots)

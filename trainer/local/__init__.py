@@ -1,0 +1,1 @@
+"""A single-process GRPO-RoC trainer: Hugging Face ``generate`` rollouts, torch updates."""
