@@ -52,8 +52,8 @@ class SessionService:
         Called before the worker announces itself, so that a call made as soon as the gateway
         sees this incarnation is not missed; older calls were for a previous incarnation.
         """
-        last: list[tuple[bytes, Any]] = await self.redis.xrevrange(self.stream, count=1)
-        self._last_id = last[0][0] if last else b"0-0"
+        last: Any = await self.redis.xrevrange(self.stream, count=1)
+        self._last_id = bytes(last[0][0]) if last else b"0-0"
 
     async def run(self) -> None:
         """Reads calls until cancelled, from where ``prime`` left off."""
