@@ -125,6 +125,7 @@ class ClientSettings:
     backoff_max_s: float = 5.0
     request_timeout_s: float = 300.0
     connect_timeout_s: float = 5.0
+    auth_token: str | None = None  # sent as a bearer token when the service requires one
 
 
 @dataclass
@@ -155,13 +156,20 @@ class _Batcher:
 class CodepoolClient:
     """Async client for ``/v1/execute/batch``. Use as ``async with CodepoolClient(...) as c``."""
 
-    def __init__(self, settings: ClientSettings, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, settings: ClientSettings, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         self.settings = settings
         self.stats = ClientStats()
         timeout = httpx.Timeout(settings.request_timeout_s, connect=settings.connect_timeout_s)
         limits = httpx.Limits(max_connections=settings.max_in_flight_requests)
-        self._http = http or httpx.AsyncClient(
-            base_url=settings.base_url, timeout=timeout, limits=limits
+        headers = {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
+        self._http = httpx.AsyncClient(
+            base_url=settings.base_url,
+            timeout=timeout,
+            limits=limits,
+            headers=headers,
+            transport=transport,
         )
         self._slots = asyncio.Semaphore(settings.max_in_flight_requests)
         self._batcher = _Batcher()

@@ -40,8 +40,7 @@ def make_client(handler: Handler, **overrides: float) -> tuple[CodepoolClient, l
         return await handler(request)
 
     settings = ClientSettings(base_url="http://codepool", backoff_initial_s=0.001, **overrides)  # type: ignore[arg-type]
-    http = httpx.AsyncClient(base_url="http://codepool", transport=httpx.MockTransport(record))
-    return CodepoolClient(settings, http), seen
+    return CodepoolClient(settings, transport=httpx.MockTransport(record)), seen
 
 
 async def echo(request: httpx.Request) -> httpx.Response:
@@ -172,3 +171,17 @@ async def test_closed_client_refuses_calls() -> None:
     await client.aclose()
     with pytest.raises(ServiceError, match="closed"):
         await client.execute(ExecuteItem("x"))
+
+
+async def test_bearer_token_is_sent_when_configured() -> None:
+    seen: list[str | None] = []
+
+    async def check(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return await echo(request)
+
+    settings = ClientSettings(base_url="http://codepool", auth_token="s3cret")
+    client = CodepoolClient(settings, transport=httpx.MockTransport(check))
+    async with client:
+        await client.execute(ExecuteItem("x"))
+    assert seen == ["Bearer s3cret"]

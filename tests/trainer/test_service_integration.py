@@ -12,6 +12,8 @@ from trainer.core.chat import ChatFormat
 from trainer.core.tools import CallOutcome, PythonTool, ToolSettings
 from trainer.core.trajectory import Finish
 
+# The first test also waits for the session's ``codepool serve`` to come up.
+pytestmark = pytest.mark.timeout(600)
 TOK = CharTokenizer()
 
 ANSWER = "<answer>\\boxed{42}</answer>"

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CODEPOOL = str(Path(sys.executable).parent / "codepool")
 TINY = ["--preset", "toy", "--prompts-per-step", "2", "--group-size", "4",
         "--rollouts-per-prompt", "8", "--checkpoint-every", "1", "--no-progress",
@@ -17,6 +19,7 @@ def train(url: str, out: Path, steps: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.timeout(900)
 def test_train_writes_metrics_checkpoints_and_resumes(codepool_url: str, tmp_path: Path) -> None:
     first = train(codepool_url, tmp_path, steps=2)
     assert first.returncode == 0, first.stderr[-3000:]

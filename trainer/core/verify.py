@@ -1,7 +1,8 @@
 """Reward: 1 when the extracted answer equals the reference, else 0.
 
-Integers (the report's RL data is integer-only) are compared in-process in microseconds.
-Anything else goes to ``math-verify`` in a process pool: its timeouts use ``signal.alarm``,
+An integer reference (the report's RL data is integer-only) is compared in-process in
+microseconds, and a prediction that is not an integer is simply wrong. Any other reference goes
+to ``math-verify`` in a process pool: its timeouts use ``signal.alarm``,
 which needs a main thread, and a pathological expression must not stall the trainer. A call
 past ``timeout_s`` scores 0, is counted, and the pool is replaced.
 """
@@ -87,9 +88,8 @@ class AnswerVerifier:
         if predicted is None:
             return Score(0.0, Verdict.NO_ANSWER, "none")
         reference_int = as_integer(reference)
-        predicted_int = as_integer(predicted)
-        if reference_int is not None and predicted_int is not None:
-            return _score(predicted_int == reference_int, "integer")
+        if reference_int is not None:  # integer references (the report's RL data) stop here
+            return _score(as_integer(predicted) == reference_int, "integer")
         return await self._math_verify(predicted, reference)
 
     async def score_many(self, texts: Sequence[str], references: Sequence[str]) -> list[Score]:

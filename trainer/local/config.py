@@ -34,6 +34,8 @@ class TrainConfig:
     """JSONL file with one {"prompt": ..., "answer": ...} object per line."""
     service_url: str = "http://127.0.0.1:8000"
     """Base URL of a running codepool (``codepool serve`` prints it)."""
+    service_token: str = ""
+    """Bearer token of the service, when it requires one (CODEPOOL_AUTH_TOKEN)."""
     output_dir: str = "runs"
     """Directory that holds one folder per run (metrics, checkpoints)."""
     run_name: str = ""

@@ -27,7 +27,7 @@ MIX: dict[Behaviour, float] = {"direct": 0.5, "tool": 0.3, "fix": 0.2}
 class WarmStartConfig:
     """Supervised warm-start settings."""
 
-    steps: int = 800
+    steps: int = 1600
     batch_size: int = 32
     max_lr: float = 3e-3
     seed: int = 0

@@ -20,6 +20,8 @@ async def test_integer_fast_path_needs_no_pool() -> None:
     right = await verifier.score("<answer>so \\boxed{1,476}</answer>", "1476")
     wrong = await verifier.score("<answer>\\boxed{1477}</answer>", "1476")
     missing = await verifier.score("\\boxed{1476}", "1476")
+    not_integer = await verifier.score("<answer>\\boxed{\\frac{2952}{2}}</answer>", "1476")
+    assert (not_integer.reward, not_integer.method) == (0.0, "integer")
     assert (right.reward, right.verdict, right.method) == (1.0, Verdict.CORRECT, "integer")
     assert (wrong.reward, wrong.verdict) == (0.0, Verdict.WRONG)
     assert (missing.reward, missing.verdict) == (0.0, Verdict.NO_ANSWER)
