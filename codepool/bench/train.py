@@ -19,7 +19,7 @@ from trainer.local.config import PRESETS
 from trainer.local.logbook import read_metrics
 from trainer.local.train import run_training
 
-console = Console()
+console = Console(width=150)
 SHARE_KEYS = {
     "generate": "time/generate_s",
     "service wait": "time/service_wait_s",
@@ -67,15 +67,15 @@ async def _measure(url: str, steps: int, batched: bool, out_dir: Path) -> TrainF
         client_max_in_flight=8 if batched else 64,
     )
     run_dir = await run_training(config)
-    label = "micro-batched client" if batched else "one call per request"
+    label = "batched" if batched else "1 call/request"
     return summarise(label, read_metrics(run_dir / "metrics.jsonl")[1:])
 
 
 def _table(figures: list[TrainFigures]) -> Table:
     table = Table(title="codepool bench train (toy: 16 prompts x 16 rollouts, RoC)")
-    for column in ("variant", "step s", "traj/s", "calls/s", "call latency ms",
+    for column in ("client", "step s", "traj/s", "calls/s", "call ms",
                    *[f"{name} %" for name in SHARE_KEYS]):  # fmt: skip
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", no_wrap=True)
     for f in figures:
         table.add_row(f.label, f"{f.step_s:.2f}", f"{f.trajectories_per_s:.1f}",
                       f"{f.tool_calls_per_s:.1f}", f"{f.service_latency_s * 1000:.0f}",
