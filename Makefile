@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: serve test setup setup-test lint typecheck deploy-check pytest bench clean
+.PHONY: serve test test-verl setup setup-test lint typecheck deploy-check pytest bench clean
 
 serve: setup
 	$(BIN)/codepool serve
@@ -29,8 +29,14 @@ deploy-check:
 pytest:
 	$(BIN)/pytest -q
 
+# The verl adapter's tests (trainer/verl) in their own .venv-verl: verl 0.9 pins transformers
+# below 5.11, which must not change what `make test` runs with. CI runs both.
+test-verl:
+	@scripts/setup.sh verl
+	.venv-verl/bin/pytest -q tests/trainer/verl
+
 bench: setup
 	$(BIN)/codepool bench sandbox
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-verl .mypy_cache .ruff_cache .pytest_cache

@@ -104,9 +104,35 @@ def worker(
     add_help_option=False,
 )
 def train(ctx: typer.Context) -> None:
-    """Train a policy with GRPO-RoC against a running codepool (--help lists every flag)."""
+    """Train a policy with GRPO-RoC against a running codepool (--help lists every flag).
+
+    ``--engine verl`` trains on a Ray cluster instead (``--engine verl --help``: its flags).
+    """
+    engine, args = split_engine(list(ctx.args))
+    if engine == "verl":
+        from trainer.verl.launch import main as train_on_verl
+
+        raise typer.Exit(train_on_verl(args))
+    if engine != "local":
+        typer.echo(f"unknown --engine {engine!r}: local or verl", err=True)
+        raise typer.Exit(2)
     from trainer.local.cli_args import parse_config
     from trainer.local.train import train as run_training
 
-    run_dir = run_training(parse_config(ctx.args))
+    run_dir = run_training(parse_config(args))
     typer.echo(f"run folder: {run_dir}")
+
+
+def split_engine(args: list[str]) -> tuple[str, list[str]]:
+    """``--engine NAME`` (or ``--engine=NAME``) taken out of ``args``; ``local`` when absent."""
+    engine = "local"
+    rest: list[str] = []
+    values = iter(args)
+    for arg in values:
+        if arg == "--engine":
+            engine = next(values, "")
+        elif arg.startswith("--engine="):
+            engine = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+    return engine, rest

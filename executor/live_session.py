@@ -18,11 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from executor import framing
-from executor.jail.capture import Capture
+from executor.jail.capture import Capture, read_available
 from executor.jobs import Execution, Status
 from executor.session_io import SocketFrames
 
-READ_CHUNK_BYTES = 65536
+OUTPUT_DRAIN_BUDGET_BYTES = 1 << 24
 PROTOCOL_TIMEOUT_S = 15.0
 EXIT_GRACE_S = 2.0
 
@@ -170,7 +170,7 @@ class LiveSession:
         loop = asyncio.get_running_loop()
 
         def drain(fd: int, capture: Capture) -> None:
-            _read_available(fd, capture)
+            read_available(fd, capture, OUTPUT_DRAIN_BUDGET_BYTES)
             if out.total_bytes + err.total_bytes > kill_bytes:
                 flooded.set()
 
@@ -181,7 +181,7 @@ class LiveSession:
         loop = asyncio.get_running_loop()
         for fd, capture in ((self._endpoints.out_r, out), (self._endpoints.err_r, err)):
             loop.remove_reader(fd)
-            _read_available(fd, capture)  # what was flushed before the report
+            read_available(fd, capture, OUTPUT_DRAIN_BUDGET_BYTES)  # flushed before the report
 
     async def _await_report(self, timeout_s: float, flooded: asyncio.Event) -> _Report | str:
         """The cell's report, or why there is none: timeout, output_limit, exited, broken."""
@@ -248,16 +248,3 @@ def _exit_execution(exit_code: int | None, fields: dict[str, Any]) -> Execution:
         name = signal.Signals(-exit_code).name
         return Execution(status=Status.KILLED, signal=name, **fields)
     return Execution(status=Status.ERROR, exit_code=exit_code, **fields)
-
-
-def _read_available(fd: int, capture: Capture, budget_bytes: int = 1 << 24) -> None:
-    """Takes what the pipe holds now, at most ``budget_bytes`` (a writer may never stop)."""
-    while budget_bytes > 0:
-        try:
-            data = os.read(fd, READ_CHUNK_BYTES)
-        except BlockingIOError:
-            return
-        if not data:
-            return
-        capture.feed(data)
-        budget_bytes -= len(data)

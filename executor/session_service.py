@@ -44,10 +44,20 @@ class SessionService:
         self.manager = manager
         self.reply_ttl_s = reply_ttl_s
         self._tasks: set[asyncio.Task[None]] = set()
+        self._last_id: bytes | str = "$"
+
+    async def prime(self) -> None:
+        """Remembers where the stream ends now: calls after this point are ours to serve.
+
+        Called before the worker announces itself, so that a call made as soon as the gateway
+        sees this incarnation is not missed; older calls were for a previous incarnation.
+        """
+        last: Any = await self.redis.xrevrange(self.stream, count=1)
+        self._last_id = bytes(last[0][0]) if last else b"0-0"
 
     async def run(self) -> None:
-        """Reads calls until cancelled; only calls made after this worker started are seen."""
-        last_id = b"$"
+        """Reads calls until cancelled, from where ``prime`` left off."""
+        last_id = self._last_id
         delay_s = 0.05
         while True:
             try:

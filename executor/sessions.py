@@ -31,7 +31,6 @@ from executor.settings import SandboxSettings, SessionSettings
 log = logging.getLogger(__name__)
 
 
-
 def session_uid_base(sandbox: SandboxSettings) -> int:
     """Session jails take the outside ids right after this worker's warm slots."""
     return sandbox.uid_base + sandbox.slots

@@ -59,6 +59,10 @@ class Worker:
         self.sessions = (
             SessionManager(sandbox, session_settings) if session_settings.enabled else None
         )
+        self.session_calls = (
+            None if self.sessions is None
+            else SessionService(self.redis, settings.worker_id, self.sessions, settings.reply_ttl_s)
+        )  # fmt: skip
         self._inflight: dict[bytes, asyncio.Task[None]] = {}
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -124,6 +128,8 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 await ensure_group(self.redis)
+                if self.session_calls is not None:
+                    await self.session_calls.prime()  # before the heartbeat announces us
                 await self._beat()
                 return True
             except (RedisError, OSError) as exc:
@@ -207,12 +213,9 @@ class Worker:
                 log.warning("maintenance failed (Redis down?): %s", exc)
 
     def _serve_session_calls(self) -> asyncio.Task[None] | None:
-        if self.sessions is None:
+        if self.session_calls is None:
             return None
-        service = SessionService(
-            self.redis, self.settings.worker_id, self.sessions, self.settings.reply_ttl_s
-        )
-        return asyncio.create_task(service.run())
+        return asyncio.create_task(self.session_calls.run())
 
     async def _beat(self) -> None:
         busy = len(self._inflight)

@@ -29,7 +29,8 @@ def check_item(item: ExecuteRequest, loc: list[str | int], limits: SandboxSettin
     """Raises FieldError naming the field when an item is over a cap or asks for sessions."""
     if item.session_id is not None:
         raise FieldError([*loc, "session_id"],
-                         "sessions are not available yet; leave session_id unset")  # fmt: skip
+                         "a job runs in a fresh sandbox; run cells of a session with "
+                         "POST /v1/sessions/{id}/execute")  # fmt: skip
     _check_size(item.code, [*loc, "code"], limits.max_code_bytes)
     _check_size(item.stdin, [*loc, "stdin"], limits.max_stdin_bytes)
     if len(item.files) > limits.max_files:

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Idempotent set-up on Debian: system packages, Python 3.12+, .venv, the sandbox runtime.
-# Usage: scripts/setup.sh [serve|test]   (test also installs the dev and trainer extras)
+# Usage: scripts/setup.sh [serve|test|verl]   (test also installs the dev and trainer extras;
+# verl builds a separate .venv-verl with the verl extra too: verl pins transformers <5.11)
 # A second run with nothing changed takes about a second: every step checks a stamp first.
 set -euo pipefail
 
 purpose="${1:-serve}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
+[ "$purpose" = verl ] && venv="$root/.venv-verl"
 sandbox="${CODEPOOL_SANDBOX_ROOT:-/opt/codepool/sandbox}"
 sandbox_requirements="$root/executor/sandbox-requirements.txt"
 
@@ -50,6 +52,7 @@ stamp_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 make_venv() {
     local extras="dev"
     [ "$purpose" = test ] && extras="dev,trainer"
+    [ "$purpose" = verl ] && extras="dev,trainer,verl"
     local stamp; stamp="$(stamp_of "$root/pyproject.toml")-$extras"
     if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.codepool-stamp" 2>/dev/null)" = "$stamp" ]; then
         return 0

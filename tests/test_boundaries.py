@@ -58,11 +58,10 @@ def test_trainer_never_imports_executor(path: Path) -> None:
     assert "executor" not in {top(n) for n in imports_of(path)}
 
 
-def test_http_client_does_not_import_fastapi() -> None:
-    client = ROOT / "gateway" / "client.py"
-    if not client.exists():
-        pytest.skip("gateway/client.py is not written yet (issue 4)")
-    assert not {top(n) for n in imports_of(client)} & {"fastapi", "starlette"}
+def test_http_clients_do_not_import_fastapi() -> None:
+    for name in ("client.py", "session_client.py"):
+        client = ROOT / "gateway" / name
+        assert not {top(n) for n in imports_of(client)} & {"fastapi", "starlette"}, name
 
 
 def test_the_checker_sees_a_violation() -> None:

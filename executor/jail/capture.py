@@ -3,6 +3,10 @@
 Used inside the jail (per job) and by the worker (per session cell).
 """
 
+import os
+
+READ_CHUNK_BYTES = 65536
+
 
 class Capture:
     """Keeps the head and the tail of a byte stream, counting what it drops."""
@@ -39,3 +43,19 @@ class Capture:
         marker = f"\n[... codepool: {dropped} bytes truncated ...]\n"
         head = bytes(self.head).decode("utf-8", "replace")
         return head + marker + bytes(self.tail).decode("utf-8", "replace")
+
+
+def read_available(fd: int, capture: Capture, budget_bytes: int) -> None:
+    """Feeds ``capture`` what the non-blocking ``fd`` holds now, at most ``budget_bytes``.
+
+    Never waits: a writer that never stops (a daemon, a thread) cannot hold the caller.
+    """
+    while budget_bytes > 0:
+        try:
+            data = os.read(fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        capture.feed(data)
+        budget_bytes -= len(data)

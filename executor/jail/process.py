@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 
-from .capture import Capture
+from .capture import Capture, read_available
 from .child import child_main
 from .cleanup import end_all_other_processes
 from .framing import FrameBuffer, read_frame, write_frame
@@ -155,16 +155,7 @@ class Run:
         """After the end, takes what is already in the pipes without waiting for daemons."""
         for fd, capture in ((self.child.out_r, self.stdout), (self.child.err_r, self.stderr)):
             os.set_blocking(fd, False)
-            budget = self.job["output_kill_bytes"]
-            while budget > 0:
-                try:
-                    data = os.read(fd, READ_CHUNK_BYTES)
-                except BlockingIOError:
-                    break
-                if not data:
-                    break
-                capture.feed(data)
-                budget -= len(data)
+            read_available(fd, capture, self.job["output_kill_bytes"])
 
     def result(self):
         """The job's result, from the child's report or, failing that, its wait status."""

@@ -14,7 +14,7 @@ from gateway.client import ServiceError
 from trainer.core.chat import ChatFormat, Tokenizer
 from trainer.core.timing import ActivityClock
 from trainer.core.tool_calls import InvalidCall, ParsedCall, parse_tool_calls
-from trainer.core.tools import PythonTool, ToolCallRecord
+from trainer.core.tools import Tool, ToolCallRecord
 from trainer.core.trajectory import Finish, Trajectory
 
 
@@ -58,7 +58,7 @@ class AgentLoop:
     def __init__(
         self,
         generator: Generator,
-        tool: PythonTool,
+        tool: Tool,
         tokenizer: Tokenizer,
         limits: LoopLimits,
         chat: ChatFormat | None = None,
@@ -71,15 +71,20 @@ class AgentLoop:
         self.chat = chat or ChatFormat()
         self.clock = clock or ActivityClock()
 
-    async def run(self, prompt_ids: list[int]) -> Trajectory:
-        """One rollout from ``prompt_ids`` (which end with the assistant header)."""
+    async def run(self, prompt_ids: list[int], tool: Tool | None = None) -> Trajectory:
+        """One rollout from ``prompt_ids`` (which end with the assistant header).
+
+        ``tool`` replaces the loop's own for this rollout (a stateful tool is per rollout).
+        """
         trajectory = Trajectory(prompt_ids=list(prompt_ids))
+        tool = tool or self.tool
         for turn in range(self.limits.max_turns):
-            if not await self._turn(trajectory, is_last=turn == self.limits.max_turns - 1):
+            is_last = turn == self.limits.max_turns - 1
+            if not await self._turn(trajectory, tool, is_last):
                 break
         return trajectory
 
-    async def _turn(self, trajectory: Trajectory, is_last: bool) -> bool:
+    async def _turn(self, trajectory: Trajectory, tool: Tool, is_last: bool) -> bool:
         """Plays one turn; False when the rollout is over (``finish`` set)."""
         budget = self.limits.max_response_tokens - len(trajectory.response_ids)
         max_new_tokens = min(self.limits.max_tokens_per_turn, budget)
@@ -91,12 +96,12 @@ class AgentLoop:
         if not generation.stopped:
             trajectory.finish = Finish.TRUNCATED
             return False
-        calls = parse_tool_calls(text, self.tool.settings.tool_names)
+        calls = parse_tool_calls(text, tool.settings.tool_names)
         if not calls:
             trajectory.finish = Finish.DONE
             return False
         try:
-            responses = await self._run_calls(calls, trajectory)
+            responses = await self._run_calls(calls, trajectory, tool)
         except ServiceError as exc:
             trajectory.finish = Finish.SERVICE_FAILED
             trajectory.service_problem = str(exc)
@@ -106,13 +111,15 @@ class AgentLoop:
             return False
         return self._append_responses(trajectory, responses)
 
-    async def _run_calls(self, calls: list[ParsedCall], trajectory: Trajectory) -> list[str]:
+    async def _run_calls(
+        self, calls: list[ParsedCall], trajectory: Trajectory, tool: Tool
+    ) -> list[str]:
         limit = self.limits.max_calls_per_turn
         over = InvalidCall(f"too many tool calls in one turn: only the first {limit} run")
         calls = calls[:limit] + [over] * max(0, len(calls) - limit)
         with self.clock.span("service"):
             outcomes = await asyncio.gather(
-                *(self.tool.run(call) for call in calls), return_exceptions=True
+                *(tool.run(call) for call in calls), return_exceptions=True
             )
         texts: list[str] = []
         records: list[ToolCallRecord] = []

@@ -40,6 +40,16 @@ class ToolCallRecord:
     service_queue_s: float = 0.0
 
 
+class Tool(Protocol):
+    """What the agent loop calls: the stateless python tool, or a rollout's jupyter tool."""
+
+    settings: "ToolSettings"
+
+    async def run(self, call: ParsedCall) -> tuple[str, ToolCallRecord]:
+        """Response text and record for one call; raises ``ServiceError`` on infra failure."""
+        ...
+
+
 class CodeExecutor(Protocol):
     """What runs code: :class:`gateway.client.CodepoolClient` in practice."""
 

@@ -74,6 +74,8 @@ class TrainConfig:
     """Seconds the service has to answer a batch of calls; unstarted ones are retried."""
     tool_memory_mb: int = 0
     """Memory limit of one tool call; 0: the server's default."""
+    tool: str = "python"
+    """python: a fresh sandbox per call; jupyter: a live session per rollout, forked per prompt."""
     system_prompt: str = ""
     """System turn put before every question; empty: none."""
     temperature: float = 1.0
@@ -131,6 +133,8 @@ class TrainConfig:
             raise ValueError("--model and --dataset are required")
         if self.rollouts_per_prompt < self.group_size:
             raise ValueError("rollouts_per_prompt must be at least group_size")
+        if self.tool not in ("python", "jupyter"):
+            raise ValueError(f"tool must be python or jupyter, not {self.tool!r}")
         if self.roc == "none" and self.rollouts_per_prompt != self.group_size:
             raise ValueError("plain GRPO (roc none) trains on every rollout: set both to G")
         return self

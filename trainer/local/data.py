@@ -12,6 +12,8 @@ class Problem:
 
     prompt: str
     answer: str
+    setup: str = ""
+    """Code a stateful (jupyter) tool runs once per prompt before its rollouts fork."""
 
 
 def load_problems(path: Path) -> list[Problem]:
@@ -22,7 +24,8 @@ def load_problems(path: Path) -> list[Problem]:
             continue
         try:
             item = json.loads(line)
-            problems.append(Problem(str(item["prompt"]), str(item["answer"])))
+            setup = str(item.get("setup") or "")
+            problems.append(Problem(str(item["prompt"]), str(item["answer"]), setup))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{number}: expected {{'prompt', 'answer'}}: {exc}") from exc
     if not problems:

@@ -13,9 +13,11 @@ from pathlib import Path
 import torch
 
 from gateway.client import ClientSettings, CodepoolClient
+from gateway.session_client import SessionClient, SessionClientSettings
 from trainer.core.agent_loop import AgentLoop, LoopLimits
 from trainer.core.chat import ChatFormat
 from trainer.core.grpo import Rollout, make_rollout, select_rollouts
+from trainer.core.jupyter import JupyterTool, open_group
 from trainer.core.metrics import rollout_metrics, selection_metrics, tool_metrics
 from trainer.core.timing import ActivityClock
 from trainer.core.tools import PythonTool, ToolSettings
@@ -41,21 +43,40 @@ def stage_at(stages: Sequence[Stage], step: int) -> tuple[Stage, int]:
 
 
 async def collect_groups(
-    loop: AgentLoop, generator: HFGenerator, prompts: list[list[int]], per_prompt: int
-) -> list[list[Trajectory]]:
-    """``per_prompt`` rollouts of every prompt, all running at once."""
+    loop: AgentLoop, generator: HFGenerator, prompts: list[list[int]], per_prompt: int,
+    tools: list[list[JupyterTool]] | None = None,
+) -> list[list[Trajectory]]:  # fmt: skip
+    """``per_prompt`` rollouts of every prompt, all running at once (each with its own tool
+    when ``tools`` gives one per rollout, else the loop's stateless one)."""
 
-    async def one(prompt_ids: list[int]) -> Trajectory:
+    async def one(prompt_ids: list[int], tool: JupyterTool | None) -> Trajectory:
         async with generator.participant():
-            return await loop.run(prompt_ids)
+            return await loop.run(prompt_ids, tool)
 
-    flat = await asyncio.gather(*(one(p) for p in prompts for _ in range(per_prompt)))
+    flat = await asyncio.gather(*(
+        one(prompt, tools[p][r] if tools else None)
+        for p, prompt in enumerate(prompts) for r in range(per_prompt)
+    ))  # fmt: skip
     return [list(flat[i : i + per_prompt]) for i in range(0, len(flat), per_prompt)]
 
 
+async def _jupyter_tools(
+    sessions: SessionClient | None, config: TrainConfig, problems: list[Problem]
+) -> list[list[JupyterTool]] | None:
+    """One session per prompt (its setup run once), forked into one per rollout."""
+    if sessions is None:
+        return None
+    settings = _tool_settings(config)
+    return list(await asyncio.gather(*(
+        open_group(sessions, config.rollouts_per_prompt, settings, problem.setup)
+        for problem in problems
+    )))  # fmt: skip
+
+
 async def train_step(
-    run: Run, stage: Stage, step: int, client: CodepoolClient, verifier: AnswerVerifier
-) -> dict[str, float]:
+    run: Run, stage: Stage, step: int, client: CodepoolClient, verifier: AnswerVerifier,
+    sessions: SessionClient | None = None,
+) -> dict[str, float]:  # fmt: skip
     """One step: rollouts, reward, RoC, update. Returns the step's metrics."""
     config = run.config
     torch.manual_seed(config.seed * 1_000_003 + step)
@@ -73,11 +94,14 @@ async def train_step(
     started_s = time.perf_counter()
     clock.start()
     run.model.eval()
+    tools = await _jupyter_tools(sessions, config, problems)
     try:
-        groups = await collect_groups(loop, generator, prompts, config.rollouts_per_prompt)
+        groups = await collect_groups(loop, generator, prompts, config.rollouts_per_prompt, tools)
     finally:
         clock.stop()
         await generator.aclose()
+        for tool in (t for group in tools or [] for t in group):
+            await tool.close()
     rollout_s = time.perf_counter() - started_s
 
     scored = await _score(verifier, groups, problems)
@@ -125,13 +149,16 @@ def _generator(run: Run, clock: ActivityClock) -> HFGenerator:
     return HFGenerator(run.model, pad_id, eos_id, sampling, clock)
 
 
-def _tool(client: CodepoolClient, config: TrainConfig) -> PythonTool:
-    settings = ToolSettings(
+def _tool_settings(config: TrainConfig) -> ToolSettings:
+    return ToolSettings(
         timeout_s=config.tool_timeout_s,
         memory_mb=config.tool_memory_mb or None,
         max_output_chars=config.max_tool_output_chars,
     )
-    return PythonTool(client, settings)
+
+
+def _tool(client: CodepoolClient, config: TrainConfig) -> PythonTool:
+    return PythonTool(client, _tool_settings(config))
 
 
 def _limits(config: TrainConfig, stage: Stage) -> LoopLimits:
@@ -176,15 +203,19 @@ async def run_training(config: TrainConfig) -> Path:
         max_batch_items=config.client_max_batch_items,
         max_in_flight_requests=config.client_max_in_flight,
     )
+    session_settings = SessionClientSettings(
+        config.service_url, timeout_s=config.tool_timeout_s, memory_mb=config.tool_memory_mb or None
+    )
     try:
-        async with CodepoolClient(client_settings) as client:
+        async with CodepoolClient(client_settings) as client, SessionClient(session_settings) as ss:
+            sessions = ss if config.tool == "jupyter" else None
             with ProgressView(total_steps, run.start_step, config.progress) as view:
                 for step in range(run.start_step, total_steps):
                     stage, stage_start = stage_at(stages, step)
                     if stage.reset_optimizer and step == stage_start:
                         run.optimizer = make_optimizer(run.model, config)
                         run.schedule = make_warmup(run.optimizer, config.warmup_steps)
-                    metrics = await train_step(run, stage, step, client, verifier)
+                    metrics = await train_step(run, stage, step, client, verifier, sessions)
                     log.write(step, metrics)
                     view.advance(metrics)
                     done = step + 1
