@@ -31,11 +31,16 @@ class SlotConfig:
     python: Path
     jail_code: Path
     cgroup: CgroupBackend
-    preload: tuple[str, ...]
+    tiers: tuple[tuple[str, ...], ...]  # each zygote's preload, lightest first
     memory_limit_bytes: int
     pids_limit: int
     start_timeout_s: float
     kill_grace_s: float
+
+    @property
+    def preload(self) -> tuple[str, ...]:
+        """The fullest preload: the heaviest tier's."""
+        return self.tiers[-1]
 
     def argv(self, outside_id: int, zygote_config: dict[str, Any]) -> list[str]:
         """The nsjail command line that starts the jailed zygote with ``zygote_config``."""

@@ -13,6 +13,7 @@ from executor.limits import MIB, SandboxJob
 from executor.nsjail import find_binary
 from executor.settings import SandboxSettings
 from executor.slot import Slot, SlotFailure
+from executor.tiers import TierRouter
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,15 @@ FRESH_ID_OFFSET = 10_000
 
 
 def slot_config(
-    settings: SandboxSettings, preload: tuple[str, ...], jail_code: StagedJailCode
+    settings: SandboxSettings, tiers: tuple[tuple[str, ...], ...], jail_code: StagedJailCode
 ) -> SlotConfig:
-    """The settings every slot of this pool is started with."""
+    """The settings every slot of this pool is started with; ``tiers``: zygote preloads."""
     return SlotConfig(
         binary=find_binary(),
         python=settings.python,
         jail_code=jail_code.root,
         cgroup=cgroups.detect(settings.cgroup, settings.cgroup_parent),
-        preload=preload,
+        tiers=tiers,
         memory_limit_bytes=(settings.max_memory_mb + settings.slot_memory_overhead_mb) * MIB,
         pids_limit=settings.max_processes + PIDS_OVERHEAD,
         start_timeout_s=settings.start_timeout_s,
@@ -48,6 +49,7 @@ class SlotPool:
         self.settings = settings
         self._on_slot_start = on_slot_start
         self._config: SlotConfig | None = None
+        self._router = TierRouter([()])
         self._jail_code: StagedJailCode | None = None
         self._idle: asyncio.Queue[Slot] = asyncio.Queue()
         self._slots: dict[int, Slot] = {}
@@ -73,6 +75,10 @@ class SlotPool:
         """What the pool's jails are started with (after ``start``)."""
         return self._require_config()
 
+    def tier_for(self, code: str) -> int:
+        """The zygote tier a job with ``code`` runs on (0 = the lightest)."""
+        return self._router.tier_for(code)
+
     def slots(self) -> list[Slot]:
         """The warm slots now in the pool (idle or busy)."""
         return list(self._slots.values())
@@ -80,9 +86,10 @@ class SlotPool:
     async def start(self) -> None:
         """Starts every warm slot; raises SandboxUnavailable naming the cause if one cannot."""
         warm = self.settings.isolation == "warm"
-        preload = tuple(self.settings.preload_modules) if warm else ()
+        tiers = self.settings.zygote_tiers() if warm else ((),)
         self._jail_code = StagedJailCode()
-        self._config = slot_config(self.settings, preload, self._jail_code)
+        self._config = slot_config(self.settings, tiers, self._jail_code)
+        self._router = TierRouter(tiers)
         try:
             if warm:
                 await self._start_warm_slots()
@@ -124,10 +131,11 @@ class SlotPool:
 
     async def _run_warm(self, job: SandboxJob) -> Execution:
         # A slot that breaks is replaced and the job retried once on a healthy one.
+        tier = self._router.tier_for(job.code)
         for attempt in range(2):
             slot = await self._idle.get()
             try:
-                result = await slot.run(job)
+                result = await slot.run(job, tier)
             except SlotFailure as exc:
                 self.slot_failures += 1
                 log.warning("slot %d failed (attempt %d): %s", slot.index, attempt + 1, exc)
@@ -146,7 +154,7 @@ class SlotPool:
         try:
             await slot.start()
             self._started(slot)
-            result = await slot.run(job)
+            result = await slot.run(job, 0)
         except (SlotFailure, RuntimeError) as exc:
             log.warning("fresh jail failed: %s", exc)
             return sandbox_error(f"the sandbox failed: {exc}")

@@ -125,7 +125,7 @@ class SessionManager:
     async def start(self) -> None:
         """Prepares the host jails' configuration and the first spare hosts."""
         self._jail_code = StagedJailCode()
-        base = slot_config(self.sandbox, tuple(self.sandbox.preload_modules), self._jail_code)
+        base = slot_config(self.sandbox, (tuple(self.sandbox.preload_modules),), self._jail_code)
         memory_limit_bytes = self.settings.host_memory_mb * MIB
         pids_limit = base.pids_limit * 4
         self._config = replace(base, memory_limit_bytes=memory_limit_bytes, pids_limit=pids_limit)

@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_PRELOAD = ["numpy", "sympy", "scipy", "math_verify"]
+DEFAULT_LIGHTER_PRELOADS = [[], ["numpy"]]
 DEFAULT_SANDBOX_PYTHON = Path("/opt/codepool/sandbox/bin/python3")
 MAX_AUTO_SLOTS = 1024
 MIB = 1024 * 1024
@@ -54,7 +55,7 @@ class SandboxSettings(BaseSettings):
         0, ge=0, le=4096, description="Concurrent jobs; 0 sizes them by available memory."
     )
     slot_budget_mb: int = Field(
-        100, ge=16, description="Memory one idle slot costs (its zygote), for sizing by memory."
+        128, ge=16, description="Memory one idle slot costs (its zygotes), for sizing by memory."
     )
     memory_fraction: float = Field(
         0.8, gt=0, le=1, description="Share of available memory that auto-sized slots may plan on."
@@ -64,6 +65,14 @@ class SandboxSettings(BaseSettings):
     )
     python: Path = Field(DEFAULT_SANDBOX_PYTHON, description="Interpreter run inside the jail.")
     preload_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_PRELOAD))
+    lighter_preloads: list[list[str]] = Field(
+        default_factory=lambda: [list(tier) for tier in DEFAULT_LIGHTER_PRELOADS],
+        description=(
+            "Smaller zygotes each warm slot keeps too, lightest first; a job forks from the "
+            "lightest one that has every preloaded module its code names. Only proper subsets "
+            "of preload_modules count. Fork and exit cost grow with the zygote's memory."
+        ),
+    )
     recycle_after_jobs: int = Field(1000, ge=1, description="Restart a slot after this many jobs.")
     uid_base: int = Field(
         200_000, ge=1000, description="Outside uid/gid of slot i is uid_base + i; never root."
@@ -90,6 +99,16 @@ class SandboxSettings(BaseSettings):
     max_code_bytes: int = Field(1024 * 1024, ge=1)
     max_stdin_bytes: int = Field(16 * 1024 * 1024, ge=0)
     max_files: int = Field(64, ge=0)
+
+    def zygote_tiers(self) -> tuple[tuple[str, ...], ...]:
+        """The preloads of a warm slot's zygotes, lightest first; the full preload is last."""
+        full = tuple(self.preload_modules)
+        tiers: list[tuple[str, ...]] = []
+        for lighter in self.lighter_preloads:
+            tier = tuple(lighter)
+            if set(tier) < set(full) and tier not in tiers:
+                tiers.append(tier)
+        return (*tiers, full)
 
     @model_validator(mode="after")
     def _size_by_memory(self) -> "SandboxSettings":

@@ -1,4 +1,8 @@
-"""A slot: one long-lived nsjail process running a zygote, serving one job at a time."""
+"""A slot: a few long-lived jailed zygotes (lightest to fully preloaded), one job at a time.
+
+Each zygote is its own nsjail process. The zygotes of one slot share its outside uid: they
+never run jobs at the same time, and each jail has its own pid, mount and ipc namespaces.
+"""
 
 import asyncio
 import logging
@@ -19,17 +23,18 @@ class SlotFailure(RuntimeError):
     """The slot died or broke protocol while holding a job: our fault, not the code's."""
 
 
-class Slot:
-    """One jailed zygote. ``run`` is not re-entrant: the pool hands a slot to one job at a time."""
+class Zygote:
+    """One jailed zygote with one preload. ``run`` is not re-entrant."""
 
-    def __init__(self, index: int, outside_id: int, config: SlotConfig) -> None:
-        self.index = index
+    def __init__(
+        self, name: str, outside_id: int, config: SlotConfig, preload: tuple[str, ...]
+    ) -> None:
+        self.name = name
         self.outside_id = outside_id
         self.config = config
-        self.jobs_run = 0
-        self.busy = False
+        self.preload = preload
         self.start_s = 0.0
-        self._jail = JailProcess(f"slot {index}")
+        self._jail = JailProcess(name)
 
     @property
     def alive(self) -> bool:
@@ -45,26 +50,26 @@ class Slot:
         """Starts the jail and waits for the zygote's ready frame."""
         started = time.monotonic()
         pipe = asyncio.subprocess.PIPE
-        proc = await self._jail.spawn(self.config.argv(self.outside_id, {}), pipe, pipe)
+        argv = self.config.argv(self.outside_id, {"preload": list(self.preload)})
+        proc = await self._jail.spawn(argv, pipe, pipe)
         try:
             assert proc.stdout is not None
             ready = await asyncio.wait_for(framing.read(proc.stdout), self.config.start_timeout_s)
         except (framing.FrameError, TimeoutError) as exc:
             await self.stop()
             raise SandboxUnavailable(
-                f"slot {self.index}: the sandbox did not start ({exc}); nsjail said:\n"
+                f"{self.name}: the sandbox did not start ({exc}); nsjail said:\n"
                 f"{self._jail.stderr_tail()}"
             ) from exc
         self.start_s = time.monotonic() - started
-        log.debug("slot %d ready in %.3f s: %s", self.index, self.start_s, ready)
+        log.debug("%s ready in %.3f s: %s", self.name, self.start_s, ready)
 
     async def run(self, job: SandboxJob) -> Execution:
-        """Runs one job; raises SlotFailure (after stopping the jail) if the slot breaks."""
+        """Runs one job; raises SlotFailure (after stopping the jail) if the zygote breaks."""
         proc = self._jail.proc
         if proc is None or proc.stdin is None or proc.stdout is None or not self.alive:
-            raise SlotFailure(f"slot {self.index} is not running")
+            raise SlotFailure(f"{self.name} is not running")
         budget_s = job.limits.timeout_s + self.config.kill_grace_s + WIPE_MARGIN_S
-        self.busy = True
         try:
             proc.stdin.write(framing.encode(job.to_wire()))
             await proc.stdin.drain()
@@ -72,11 +77,8 @@ class Slot:
         except (framing.FrameError, TimeoutError, ConnectionError) as exc:
             await self.stop()
             raise SlotFailure(
-                f"slot {self.index} failed: {exc!r}; nsjail said:\n{self._jail.stderr_tail()}"
+                f"{self.name} failed: {exc!r}; nsjail said:\n{self._jail.stderr_tail()}"
             ) from exc
-        finally:
-            self.busy = False
-        self.jobs_run += 1
         return Execution.model_validate(message)
 
     async def stop(self) -> None:
@@ -88,3 +90,55 @@ class Slot:
                 proc.stdin.close()
 
         await self._jail.stop(close_input)
+
+
+class Slot:
+    """One job at a time, on the slot's zygote of the tier the pool chose for it."""
+
+    def __init__(self, index: int, outside_id: int, config: SlotConfig) -> None:
+        self.index = index
+        self.outside_id = outside_id
+        self.jobs_run = 0
+        self.busy = False
+        self.zygotes = [
+            Zygote(f"slot {index} tier {tier}", outside_id, config, preload)
+            for tier, preload in enumerate(config.tiers)
+        ]
+
+    @property
+    def alive(self) -> bool:
+        """True while every zygote's jail runs."""
+        return all(zygote.alive for zygote in self.zygotes)
+
+    @property
+    def pids(self) -> tuple[int | None, ...]:
+        """The nsjail processes' host pids, one per tier."""
+        return tuple(zygote.pid for zygote in self.zygotes)
+
+    @property
+    def start_s(self) -> float:
+        """How long the slowest zygote took to start."""
+        return max(zygote.start_s for zygote in self.zygotes)
+
+    async def start(self) -> None:
+        """Starts every zygote; if one cannot start, stops the others and raises its error."""
+        results = await asyncio.gather(
+            *(zygote.start() for zygote in self.zygotes), return_exceptions=True
+        )
+        failure = next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None:
+            await self.stop()
+            raise failure
+
+    async def run(self, job: SandboxJob, tier: int) -> Execution:
+        """Runs one job on the zygote of ``tier``; raises SlotFailure if it breaks."""
+        self.busy = True
+        try:
+            return await self.zygotes[tier].run(job)
+        finally:
+            self.busy = False
+            self.jobs_run += 1
+
+    async def stop(self) -> None:
+        """Ends every zygote's jail."""
+        await asyncio.gather(*(zygote.stop() for zygote in self.zygotes))

@@ -34,8 +34,11 @@ def apply_limits(limits):
     cpu_s = max(1, int(limits["cpu_time_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     # Address space = what the zygote already maps (mostly shared, untouched) + the budget.
-    with open("/proc/self/statm") as statm:
-        mapped_bytes = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    statm = os.open("/proc/self/statm", os.O_RDONLY)  # no file object: less to copy on write
+    try:
+        mapped_bytes = int(os.read(statm, 256).split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    finally:
+        os.close(statm)
     as_bytes = mapped_bytes + limits["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
@@ -51,11 +54,16 @@ def enter_workload(limits):
     set_dumpable(1)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     apply_limits(limits)
-    _reopen_std_streams()
     sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
 
 
-def _reopen_std_streams():
+def prepare_std_streams():
+    """Once, in the zygote: the std stream objects every child inherits, on fds 0, 1 and 2.
+
+    A child only swaps the descriptors underneath (its pipes), so it does not build three
+    file objects per job. The zygote must never write to them: a child would inherit the
+    buffer.
+    """
     sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="replace", closefd=False)
     sys.stdout = sys.__stdout__ = open(
         1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False

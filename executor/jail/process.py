@@ -1,7 +1,7 @@
 """The zygote's side of one job: a child forked ahead, fed, drained, timed, reaped."""
 
 import os
-import selectors
+import select
 import signal
 import sys
 import time
@@ -79,15 +79,14 @@ class Run:
     def drain(self):
         """Feeds stdin, reads output until the child reports or exits, the wall limit or flood."""
         stdin = memoryview(self.job["stdin"].encode("utf-8", "surrogateescape"))
-        sel = selectors.DefaultSelector()
+        poll = select.poll()  # plain poll: one object per job, nothing to register twice
         pidfd = os.pidfd_open(self.pid)
-        sel.register(pidfd, selectors.EVENT_READ, "exit")
-        sel.register(self.child.status_r, selectors.EVENT_READ, "status")
-        sel.register(self.child.out_r, selectors.EVENT_READ, self.stdout)
-        sel.register(self.child.err_r, selectors.EVENT_READ, self.stderr)
+        captures = {self.child.out_r: self.stdout, self.child.err_r: self.stderr}
+        for fd in (pidfd, self.child.status_r, *captures):
+            poll.register(fd, select.POLLIN)
         if stdin:
             os.set_blocking(self.in_w, False)
-            sel.register(self.in_w, selectors.EVENT_WRITE, "stdin")
+            poll.register(self.in_w, select.POLLOUT)
         else:
             self._close_stdin()
         deadline = self.started + self.job["timeout_s"]
@@ -97,16 +96,15 @@ class Run:
             if remaining <= 0:
                 self.kill("timeout")
                 break
-            for key, _ in sel.select(remaining):
-                if key.data == "exit":
+            for fd, _ in poll.poll(remaining * 1000 + 1):
+                if fd == pidfd:
                     done = True
-                elif key.data == "status":
-                    done = self._read_status(sel) or done
-                elif key.data == "stdin":
-                    stdin = self._feed_stdin(sel, stdin)
-                else:
-                    self._read(sel, key.fd, key.data)
-        sel.close()
+                elif fd == self.child.status_r:
+                    done = self._read_status(poll) or done
+                elif fd == self.in_w:
+                    stdin = self._feed_stdin(poll, stdin)
+                elif fd in captures:
+                    self._read(poll, fd, captures[fd])
         os.close(pidfd)
         self.wall_s = time.monotonic() - self.started
         if self.report is None:
@@ -118,7 +116,7 @@ class Run:
             os.close(self.in_w)
             self.in_w = -1
 
-    def _feed_stdin(self, sel, stdin):
+    def _feed_stdin(self, poll, stdin):
         try:
             stdin = stdin[os.write(self.in_w, stdin[:READ_CHUNK_BYTES]) :]
         except BlockingIOError:
@@ -126,26 +124,26 @@ class Run:
         except BrokenPipeError:  # the code stopped reading: the rest is not wanted
             stdin = stdin[:0]
         if not stdin:
-            sel.unregister(self.in_w)
+            poll.unregister(self.in_w)
             self._close_stdin()
         return stdin
 
-    def _read_status(self, sel):
+    def _read_status(self, poll):
         data = os.read(self.child.status_r, 4096)
         if not data:
-            sel.unregister(self.child.status_r)
+            poll.unregister(self.child.status_r)
             return False
         try:
             self.report = self._status.feed(data)
         except ValueError:  # the job wrote garbage on our pipe: fall back to its exit status
-            sel.unregister(self.child.status_r)
+            poll.unregister(self.child.status_r)
             return False
         return self.report is not None
 
-    def _read(self, sel, fd, capture):
+    def _read(self, poll, fd, capture):
         data = os.read(fd, READ_CHUNK_BYTES)
         if not data:
-            sel.unregister(fd)
+            poll.unregister(fd)
             return
         capture.feed(data)
         if self.stdout.total_bytes + self.stderr.total_bytes > self.job["output_kill_bytes"]:

@@ -21,7 +21,7 @@ import signal
 import socket
 import sys
 
-from .child import set_dumpable
+from .child import prepare_std_streams, set_dumpable
 from .cleanup import wipe_work_dirs
 from .framing import read_frame, write_frame
 from .process import Run, Standby
@@ -67,6 +67,7 @@ def main():
     os.dup2(2, 1)  # stray prints of preloaded modules must not corrupt the protocol
     os.close(devnull)
     loaded = _preload(config["preload"])
+    prepare_std_streams()
     _prepare_for_fork()
     _harden_self()
     wipe_work_dirs()

@@ -13,24 +13,30 @@ from executor.jobs import Status
 from executor.pool import SlotPool
 from tests.executor.conftest import RunCode
 
+JailPids = tuple[int | None, ...]
 
-async def assert_slot_still_serves(run_code: RunCode, pool: SlotPool, jail_pid: int) -> None:
-    result = await run_code("print(1)")
-    assert (result.status, result.stdout) == (Status.OK, "1\n")
+
+async def assert_slot_still_serves(run_code: RunCode, pool: SlotPool, jail_pids: JailPids) -> None:
+    for tier, preload in enumerate(pool.config.tiers):  # every zygote of the slot, not one
+        code = f"import {', '.join(preload)}; print(1)" if preload else "print(1)"
+        assert pool.tier_for(code) == tier
+        result = await run_code(code)
+        assert (result.status, result.stdout) == (Status.OK, "1\n")
     assert pool.slot_failures == 0
-    assert [slot.pid for slot in pool.slots()] == [jail_pid]
+    assert [slot.pids for slot in pool.slots()] == [jail_pids]
 
 
-def jail_pid(pool: SlotPool) -> int:
+def jail_pids(pool: SlotPool) -> JailPids:
+    """The slot's jails (one per zygote tier): the same ones must serve after each attack."""
     (slot,) = pool.slots()
-    assert slot.pid is not None
-    return slot.pid
+    assert None not in slot.pids
+    return slot.pids
 
 
 async def test_cannot_reach_the_hosts_loopback_services(
     run_code: RunCode, one_slot: SlotPool
 ) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     connections: list[object] = []
 
     async def record(_r: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -60,7 +66,7 @@ print(sorted(name for _, name in socket.if_nameindex()))
 async def test_cannot_reach_a_host_unix_socket(
     run_code: RunCode, one_slot: SlotPool, tmp_path: object
 ) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     path = f"/tmp/codepool-test-{os.getpid()}.sock"
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
@@ -81,7 +87,7 @@ async def test_worker_environment_does_not_reach_the_code(
     run_code: RunCode, one_slot: SlotPool
 ) -> None:
     # The worker's environment at start is what the jail would inherit if it leaked.
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     secret = os.environ.get("PATH", "")
     code = """
 import os
@@ -100,7 +106,7 @@ print(open("/proc/self/environ", "rb").read())
 
 
 async def test_cannot_write_outside_its_tmp(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import os
 refused = []
@@ -122,7 +128,7 @@ print(len(refused), os.getuid(), os.getgid())
 
 
 async def test_sees_no_host_process(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
     result = await run_code(code)
     assert result.status == Status.OK, result.stderr
@@ -133,7 +139,7 @@ async def test_sees_no_host_process(run_code: RunCode, one_slot: SlotPool) -> No
 
 
 async def test_cannot_signal_or_trace_its_parent(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import ctypes, os, signal
 for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSTOP):
@@ -152,7 +158,7 @@ print("alive")
 
 
 async def test_fork_bomb_is_contained(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import os
 while True:
@@ -171,7 +177,7 @@ while True:
 
 
 async def test_memory_bomb_gets_memory_limit(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     at_once = await run_code("x = bytearray(2 * 1024**3)", memory_mb=128)
     assert at_once.status == Status.MEMORY_LIMIT
     growing = await run_code("chunks = []\nwhile True: chunks.append(b'x' * 10**6)", memory_mb=128)
@@ -181,14 +187,14 @@ async def test_memory_bomb_gets_memory_limit(run_code: RunCode, one_slot: SlotPo
 
 
 async def test_numpy_memory_bomb_gets_memory_limit(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     result = await run_code("import numpy\nx = numpy.ones((1024, 1024, 512))", memory_mb=256)
     assert result.status == Status.MEMORY_LIMIT
     await assert_slot_still_serves(run_code, one_slot, pid)
 
 
 async def test_cpu_spin_times_out(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     result = await run_code("while True: pass", timeout_s=1)
     assert result.status == Status.TIMEOUT
     assert 0.2 < result.cpu_s < 3.0  # it spun (the machine may be shared)
@@ -198,7 +204,7 @@ async def test_cpu_spin_times_out(run_code: RunCode, one_slot: SlotPool) -> None
 async def test_sleeping_past_the_limit_times_out_and_keeps_partial_output(
     run_code: RunCode, one_slot: SlotPool
 ) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     started = time.monotonic()
     result = await run_code("import time\nprint('before')\ntime.sleep(60)", timeout_s=1)
     assert result.status == Status.TIMEOUT
@@ -211,7 +217,7 @@ async def test_sleeping_past_the_limit_times_out_and_keeps_partial_output(
 async def test_output_flood_is_cut_with_head_and_tail(
     run_code: RunCode, one_slot: SlotPool
 ) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = "import sys\nsys.stdout.write('H' * 1000)\nfor _ in range(100):\n    print('x' * 10**6)"
     result = await run_code(code)
     assert result.status == Status.OUTPUT_LIMIT
@@ -225,7 +231,7 @@ async def test_output_flood_is_cut_with_head_and_tail(
 async def test_a_setsid_daemon_does_not_outlive_its_job(
     run_code: RunCode, one_slot: SlotPool
 ) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import os, time
 if os.fork() == 0:
@@ -252,7 +258,7 @@ print("parent done")
 
 
 async def test_files_left_behind_are_wiped(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import os
 for d in ("/tmp", "/work", "/dev/shm"):
@@ -272,7 +278,7 @@ print("left")
 
 
 async def test_huge_stdin(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     data = ("0123456789" * 100 + "\n") * 8000  # 8 MB
     read = await run_code("import sys; print(len(sys.stdin.read()))", stdin=data)
     assert (read.status, read.stdout) == (Status.OK, f"{len(data)}\n")
@@ -282,7 +288,7 @@ async def test_huge_stdin(run_code: RunCode, one_slot: SlotPool) -> None:
 
 
 async def test_non_utf8_output(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = (
         "import sys\nsys.stdout.buffer.write(b'\\xff\\xfeok\\n')\n"
         "sys.stderr.buffer.write(b'\\xc3(\\n')"
@@ -295,7 +301,7 @@ async def test_non_utf8_output(run_code: RunCode, one_slot: SlotPool) -> None:
 
 
 async def test_namespace_syscalls_are_refused(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     code = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -308,7 +314,7 @@ print(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None), ctypes.get_errno())
 
 
 async def test_process_file_and_descriptor_limits(run_code: RunCode, one_slot: SlotPool) -> None:
-    pid = jail_pid(one_slot)
+    pid = jail_pids(one_slot)
     settings = one_slot.settings
     many_files = await run_code("fs = [open('/dev/null') for _ in range(100000)]")
     assert many_files.status == Status.ERROR

@@ -74,9 +74,9 @@ async def test_jailed_processes_run_as_unprivileged_outside_uids(
         await asyncio.sleep(0.5)
         uids = set()
         for slot in pool.slots():
-            assert slot.pid is not None
-            jail_uids = host_uids_of(slot.pid) - {0}  # the nsjail supervisor itself is root
-            uids |= jail_uids
+            for pid in slot.pids:  # a slot's zygotes (one jail per tier) share its uid
+                assert pid is not None
+                uids |= host_uids_of(pid) - {0}  # the nsjail supervisor itself is root
         assert uids == {sandbox_settings.uid_base, sandbox_settings.uid_base + 1}
         assert all(r.status == Status.OK for r in await running)
     finally:
@@ -107,7 +107,7 @@ async def test_slots_are_recycled_after_k_jobs(sandbox_settings: SandboxSettings
         for _ in range(5):
             result = await pool.run(job(sandbox_settings, "print('ok')"))
             assert result.stdout == "ok\n"
-            pids.append(pool.slots()[0].pid)
+            pids.append(pool.slots()[0].pids)
         assert pool.restarts >= 2
         assert pool.slot_failures == 0
         assert len(set(pids)) >= 2
@@ -122,12 +122,12 @@ async def test_a_jail_killed_mid_job_is_replaced_and_the_job_retried(
     await pool.start()
     try:
         (slot,) = pool.slots()
-        assert slot.pid is not None
-        running = asyncio.create_task(
-            pool.run(job(sandbox_settings, "import time; time.sleep(2); print('done')"))
-        )
+        code = "import time; time.sleep(2); print('done')"
+        jail_pid = slot.pids[pool.tier_for(code)]
+        assert jail_pid is not None
+        running = asyncio.create_task(pool.run(job(sandbox_settings, code)))
         await wait_until(lambda: slot.busy)
-        os.kill(slot.pid, signal.SIGKILL)
+        os.kill(jail_pid, signal.SIGKILL)
         result = await running
         assert (result.status, result.stdout) == (Status.OK, "done\n")
         assert pool.slot_failures == 1
@@ -143,18 +143,21 @@ async def test_a_job_that_breaks_two_jails_gets_sandbox_error(
     pool = SlotPool(sandbox_settings.model_copy(update={"slots": 1}))
     await pool.start()
 
+    code = "import time; time.sleep(9)"
+
     async def kill_jails() -> None:
         for _ in range(2):
             await wait_until(lambda: any(slot.busy for slot in pool.slots()))
             (slot,) = pool.slots()
-            assert slot.pid is not None
-            os.kill(slot.pid, signal.SIGKILL)
+            jail_pid = slot.pids[pool.tier_for(code)]
+            assert jail_pid is not None
+            os.kill(jail_pid, signal.SIGKILL)
             await wait_until(lambda: not slot.busy)  # noqa: B023 - this iteration's slot
 
     try:
         killer = asyncio.create_task(kill_jails())
         # Long enough that the second kill lands while it runs, even on a loaded machine.
-        result = await pool.run(job(sandbox_settings, "import time; time.sleep(9)", timeout_s=10))
+        result = await pool.run(job(sandbox_settings, code, timeout_s=10))
         await killer
         assert result.status == Status.SANDBOX_ERROR
         assert result.status.retry_safe
@@ -231,10 +234,12 @@ async def test_jails_get_cgroup_memory_and_pids_limits(sandbox_settings: Sandbox
         if config.cgroup.kind == "off":
             pytest.fail(f"this host should allow cgroups: {config.cgroup.reason}")
         (slot,) = pool.slots()
-        assert slot.pid is not None
-        (zygote,) = _children(slot.pid)
-        memory_limit, pids_limit = _cgroup_limits(zygote, config.cgroup.kind)
-        assert memory_limit == config.memory_limit_bytes
-        assert pids_limit == config.pids_limit
+        assert len(slot.pids) == len(config.tiers) == 3  # light, numpy, full
+        for jail_pid in slot.pids:
+            assert jail_pid is not None
+            (zygote,) = _children(jail_pid)
+            memory_limit, pids_limit = _cgroup_limits(zygote, config.cgroup.kind)
+            assert memory_limit == config.memory_limit_bytes
+            assert pids_limit == config.pids_limit
     finally:
         await pool.stop()
