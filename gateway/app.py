@@ -38,6 +38,8 @@ from gateway.submit import Submitter
 
 log = logging.getLogger(__name__)
 
+LISTENER_CONNECTIONS = 2
+
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     """A gateway app; nothing is opened until its lifespan starts."""
@@ -78,8 +80,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     metrics: GatewayMetrics = app.state.metrics
     gateway_id = uuid.uuid4().hex[:16]
     reply_to = keys.reply_stream(gateway_id)
-    redis = connect(settings.redis_url, max_connections=32)
-    listener_redis = connect(settings.redis_url, max_connections=2)
+    redis = connect(settings.redis_url, settings.redis_max_connections,
+                    settings.redis_pool_timeout_s)  # fmt: skip
+    # The listener holds one connection in a blocking XREAD; nothing else may wait behind it.
+    listener_redis = connect(settings.redis_url, LISTENER_CONNECTIONS,
+                             settings.redis_pool_timeout_s)  # fmt: skip
     pending = PendingResults()
 
     def on_reply(reply: Reply, delivered: bool) -> None:
