@@ -109,6 +109,51 @@ async def test_redis_restart_answers_503_or_completes_and_recovers(
     assert after.json()["stdout"] == "2\n"
 
 
+async def test_failed_enqueue_answers_503_at_once_and_strands_no_retry(
+    redis_server: RedisServer, workers: Workers, gateway: GatewayThread
+) -> None:
+    workers.start(0)
+    workers.wait_alive(1)
+    admin = redis_server.client()
+    key = f"enqueue-fails-{time.time_ns()}"
+    body = {"code": "print(1)", "idempotency_key": key, "deadline_s": 20}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
+        # Redis takes the key's reservation, then refuses the enqueue (XADD) and the
+        # release of the reservation (DEL), for real: the first call cannot run.
+        admin.execute_command("ACL", "SETUSER", "default", "-xadd", "-del")
+        try:
+            started = time.monotonic()
+            refused = await client.post("/v1/execute", json=body)
+            assert time.monotonic() - started < 2
+        finally:
+            admin.execute_command("ACL", "SETUSER", "default", "+@all")
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["reason"] == "redis_unavailable"
+        assert refused.headers["retry-after"]
+        # Retried as the client does (503 and not_started are safe to retry), the call runs:
+        # nothing waits for a first run that was never queued.
+        retried = await retry_until_ran(client, body, budget_s=5)
+    assert (retried["status"], retried["stdout"]) == ("ok", "1\n")
+    assert admin.get(keys.idempotency(key)).startswith(keys.IDEMPOTENCY_RESULT_PREFIX)
+
+
+async def retry_until_ran(
+    client: httpx.AsyncClient, body: dict[str, object], budget_s: float
+) -> dict[str, object]:
+    """Posts ``body`` until it is answered with a result that ran, within ``budget_s``."""
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            response = await client.post("/v1/execute", json=body, timeout=budget_s)
+        except httpx.ReadTimeout:
+            pytest.fail(f"a retry was not answered within {budget_s} s")
+        result: dict[str, object] = response.json()
+        if response.status_code == 200 and result["status"] != "not_started":
+            return result
+        assert time.monotonic() < deadline, f"still refused after {budget_s} s: {result}"
+        await asyncio.sleep(0.1)
+
+
 def _queued(reply_to: str) -> bytes:
     now_s = time.time()
     job = QueuedJob(
