@@ -59,6 +59,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.add_exception_handler(FieldError, field_error_handler)
     app.add_exception_handler(Rejected, rejected_handler)
     app.add_exception_handler(QueueLost, _queue_lost_handler)
+    app.add_exception_handler(RedisError, _redis_error_handler)
     app.add_exception_handler(SessionProblem, sessions.session_problem_handler)
     for router in (execute.router, batches.router, sessions.router, ops.router,
                    codejudge.router, codejudge.protected):  # fmt: skip
@@ -69,6 +70,16 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
 async def _queue_lost_handler(request: Any, exc: Exception) -> JSONResponse:
     settings: GatewaySettings = request.app.state.settings
     error = Rejected(503, "queue_lost", "Redis lost queued work (restarted?); retry",
+                     settings.retry_after_s)  # fmt: skip
+    request.app.state.metrics.rejections.labels(reason=error.reason).inc()
+    return await rejected_handler(request, error)
+
+
+async def _redis_error_handler(request: Any, exc: Exception) -> JSONResponse:
+    """A Redis failure no route turned into an answer of its own: 503, never a 500."""
+    settings: GatewaySettings = request.app.state.settings
+    log.warning("%s %s: Redis failed: %s", request.method, request.url.path, exc)
+    error = Rejected(503, "redis_unavailable", f"the queue is unavailable: {exc}",
                      settings.retry_after_s)  # fmt: skip
     request.app.state.metrics.rejections.labels(reason=error.reason).inc()
     return await rejected_handler(request, error)

@@ -238,6 +238,12 @@ def test_gateway_without_redis_is_not_ready_and_answers_503(tmp_path: Path) -> N
         response = httpx.post(f"{thread.url}/v1/execute", json={"code": "1"})
         assert response.status_code == 503
         assert response.headers["retry-after"]
+        cancel = httpx.delete(f"{thread.url}/v1/batches/some-batch")
+        assert cancel.status_code == 503, cancel.text
+        assert (cancel.json()["reason"], cancel.headers["retry-after"]) == (
+            "redis_unavailable",
+            "1",
+        )
     finally:
         thread.stop()
 
