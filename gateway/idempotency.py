@@ -80,8 +80,8 @@ class Idempotency:
         self.redis = redis
         self.ttl_s = ttl_s
         self._waiting: dict[str, list[asyncio.Future[WaitResult]]] = {}
-        # key -> (claim value, monotonic time after which the key has expired anyway)
-        self._abandoned: dict[str, tuple[bytes, float]] = {}
+        # claim -> monotonic time after which its key has expired anyway
+        self._abandoned: dict[Claim, float] = {}
         self._release_claims = redis.register_script(RELEASE_CLAIMS_LUA)
         self._wakeup = asyncio.Event()
 
@@ -99,7 +99,7 @@ class Idempotency:
         """Gives up claims whose jobs were never queued; ``run`` deletes them from Redis."""
         give_up_s = time.monotonic() + self.ttl_s
         for claim in claims:
-            self._abandoned[claim.client_key] = (claim.value, give_up_s)
+            self._abandoned[claim] = give_up_s
         if claims:
             self._wakeup.set()
 
@@ -126,16 +126,15 @@ class Idempotency:
 
     async def _release_abandoned(self) -> None:
         now_s = time.monotonic()
-        for key in [k for k, (_, give_up_s) in self._abandoned.items() if give_up_s < now_s]:
-            del self._abandoned[key]
-        abandoned = list(self._abandoned.items())
+        self._abandoned = {c: give_up_s for c, give_up_s in self._abandoned.items()
+                           if give_up_s > now_s}  # fmt: skip
+        abandoned = list(self._abandoned)
         for start in range(0, len(abandoned), MGET_CHUNK):
             chunk = abandoned[start : start + MGET_CHUNK]
-            await self._release_claims(keys=[keys.idempotency(k) for k, _ in chunk],
-                                       args=[value for _, (value, _) in chunk])  # fmt: skip
-            for key, entry in chunk:
-                if self._abandoned.get(key) is entry:  # not abandoned again meanwhile
-                    del self._abandoned[key]
+            await self._release_claims(keys=[keys.idempotency(c.client_key) for c in chunk],
+                                       args=[c.value for c in chunk])  # fmt: skip
+            for claim in chunk:
+                self._abandoned.pop(claim, None)
 
     async def _poll(self) -> None:
         waited = list(self._waiting)

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -116,41 +117,51 @@ async def test_failed_enqueue_answers_503_at_once_and_strands_no_retry(
     workers.wait_alive(1)
     admin = redis_server.client()
     key = f"enqueue-fails-{time.time_ns()}"
-    body = {"code": "print(1)", "idempotency_key": key, "deadline_s": 20}
+    single = {"code": "print(1)", "idempotency_key": key, "deadline_s": 20}
+    # Two items with one key: the second is a repeat of the first.
+    twice = {"code": "print(2)", "idempotency_key": f"{key}-twice"}
+    batch = {"items": [twice, twice], "deadline_s": 20}
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
-        # Redis takes the key's reservation, then refuses the enqueue (XADD) and the
-        # release of the reservation (DEL), for real: the first call cannot run.
+        # Redis takes the keys' reservations, then refuses the enqueue (XADD) and the
+        # release of the reservations (DEL), for real: the calls cannot run.
         admin.execute_command("ACL", "SETUSER", "default", "-xadd", "-del")
         try:
             started = time.monotonic()
-            refused = await client.post("/v1/execute", json=body)
-            assert time.monotonic() - started < 2
+            refused = [
+                await client.post("/v1/execute", json=single),
+                await client.post("/v1/execute/batch", json=batch),
+            ]
+            assert time.monotonic() - started < 4
         finally:
             admin.execute_command("ACL", "SETUSER", "default", "+@all")
-        assert refused.status_code == 503, refused.text
-        assert refused.json()["reason"] == "redis_unavailable"
-        assert refused.headers["retry-after"]
-        # Retried as the client does (503 and not_started are safe to retry), the call runs:
+        for response in refused:
+            assert response.status_code == 503, response.text
+            assert response.json()["reason"] == "redis_unavailable"
+            assert response.headers["retry-after"]
+        # Retried as the client does (503 and not_started are safe to retry), the calls run:
         # nothing waits for a first run that was never queued.
-        retried = await retry_until_ran(client, body, budget_s=5)
-    assert (retried["status"], retried["stdout"]) == ("ok", "1\n")
+        ran = await retry_until_ran(client, "/v1/execute", single, budget_s=5)
+        ran_batch = await retry_until_ran(client, "/v1/execute/batch", batch, budget_s=5)
+    assert (ran["status"], ran["stdout"]) == ("ok", "1\n")
+    assert [(r["status"], r["stdout"]) for r in ran_batch["results"]] == [("ok", "2\n")] * 2
     assert admin.get(keys.idempotency(key)).startswith(keys.IDEMPOTENCY_RESULT_PREFIX)
 
 
 async def retry_until_ran(
-    client: httpx.AsyncClient, body: dict[str, object], budget_s: float
-) -> dict[str, object]:
-    """Posts ``body`` until it is answered with a result that ran, within ``budget_s``."""
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], budget_s: float
+) -> dict[str, Any]:
+    """Posts ``body`` until every call in it ran (no 503, no not_started), within ``budget_s``."""
     deadline = time.monotonic() + budget_s
     while True:
         try:
-            response = await client.post("/v1/execute", json=body, timeout=budget_s)
+            response = await client.post(path, json=body, timeout=budget_s)
         except httpx.ReadTimeout:
             pytest.fail(f"a retry was not answered within {budget_s} s")
-        result: dict[str, object] = response.json()
-        if response.status_code == 200 and result["status"] != "not_started":
-            return result
-        assert time.monotonic() < deadline, f"still refused after {budget_s} s: {result}"
+        answer: dict[str, Any] = response.json()
+        results = answer.get("results", [answer])
+        if response.status_code == 200 and all(r["status"] != "not_started" for r in results):
+            return answer
+        assert time.monotonic() < deadline, f"still refused after {budget_s} s: {answer}"
         await asyncio.sleep(0.1)
 
 
