@@ -23,8 +23,8 @@ REPLY_ID_FIELD = "id"
 REPLY_STATUS_FIELD = "s"
 REPLY_RESULT_FIELD = "r"
 
-# Idempotency values: a marker while the first run is in flight, then its result.
-IDEMPOTENCY_PENDING = b"pending"
+# Idempotency values: a claim naming the job while the first run is in flight, then its result.
+IDEMPOTENCY_PENDING = b"pending:"
 IDEMPOTENCY_RESULT_PREFIX = b"result:"
 
 BATCH_ACTIVE = "active"
@@ -49,6 +49,11 @@ def gateway_marker(gateway_id: str) -> str:
 def idempotency(key: str) -> str:
     """Holds the first run's result for a client's idempotency key."""
     return f"{PREFIX}idem:{key}"
+
+
+def idempotency_claim(job_id: str) -> bytes:
+    """The value of an idempotency key while job ``job_id``, its first run, is in flight."""
+    return IDEMPOTENCY_PENDING + job_id.encode()
 
 
 def batch(batch_id: str) -> str:

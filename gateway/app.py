@@ -38,6 +38,8 @@ from gateway.submit import Submitter
 
 log = logging.getLogger(__name__)
 
+LISTENER_CONNECTIONS = 2
+
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     """A gateway app; nothing is opened until its lifespan starts."""
@@ -57,6 +59,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.add_exception_handler(FieldError, field_error_handler)
     app.add_exception_handler(Rejected, rejected_handler)
     app.add_exception_handler(QueueLost, _queue_lost_handler)
+    app.add_exception_handler(RedisError, _redis_error_handler)
     app.add_exception_handler(SessionProblem, sessions.session_problem_handler)
     for router in (execute.router, batches.router, sessions.router, ops.router,
                    codejudge.router, codejudge.protected):  # fmt: skip
@@ -72,14 +75,27 @@ async def _queue_lost_handler(request: Any, exc: Exception) -> JSONResponse:
     return await rejected_handler(request, error)
 
 
+async def _redis_error_handler(request: Any, exc: Exception) -> JSONResponse:
+    """A Redis failure no route turned into an answer of its own: 503, never a 500."""
+    settings: GatewaySettings = request.app.state.settings
+    log.warning("%s %s: Redis failed: %s", request.method, request.url.path, exc)
+    error = Rejected(503, "redis_unavailable", f"the queue is unavailable: {exc}",
+                     settings.retry_after_s)  # fmt: skip
+    request.app.state.metrics.rejections.labels(reason=error.reason).inc()
+    return await rejected_handler(request, error)
+
+
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: GatewaySettings = app.state.settings
     metrics: GatewayMetrics = app.state.metrics
     gateway_id = uuid.uuid4().hex[:16]
     reply_to = keys.reply_stream(gateway_id)
-    redis = connect(settings.redis_url, max_connections=32)
-    listener_redis = connect(settings.redis_url, max_connections=2)
+    redis = connect(settings.redis_url, settings.redis_max_connections,
+                    settings.redis_pool_timeout_s)  # fmt: skip
+    # The listener holds one connection in a blocking XREAD; nothing else may wait behind it.
+    listener_redis = connect(settings.redis_url, LISTENER_CONNECTIONS,
+                             settings.redis_pool_timeout_s)  # fmt: skip
     pending = PendingResults()
 
     def on_reply(reply: Reply, delivered: bool) -> None:

@@ -48,15 +48,20 @@ class Dispatcher:
         Under load (a flush in the last ``BUSY_WINDOW`` lingers) it waits ``linger_s`` for more
         items to share the round trip; an idle gateway flushes at once, for latency.
         """
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            busy = time.monotonic() - self._last_flush_s < self.linger_s * BUSY_WINDOW
-            if busy and self._queued_items < self.max_items:
-                await asyncio.sleep(self.linger_s)
+        try:
+            while True:
+                await self._wakeup.wait()
+                self._wakeup.clear()
+                busy = time.monotonic() - self._last_flush_s < self.linger_s * BUSY_WINDOW
+                if busy and self._queued_items < self.max_items:
+                    await asyncio.sleep(self.linger_s)
+                while self._queue:
+                    self._last_flush_s = time.monotonic()
+                    await self._flush(*self._take())
+        finally:  # stopped (shutdown): nobody will flush what is still queued
             while self._queue:
-                self._last_flush_s = time.monotonic()
-                await self._flush(*self._take())
+                _, futures = self._take()
+                self._fail(futures, "the gateway is shutting down")
 
     def _take(self) -> tuple[list[bytes], list[asyncio.Future[None]]]:
         payloads: list[bytes] = []
@@ -79,12 +84,18 @@ class Dispatcher:
             await pipe.execute()
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %d job(s) failed: %s", len(payloads), exc)
-            error = Rejected(503, "redis_unavailable", f"the queue is unavailable: {exc}",
-                             self.retry_after_s)  # fmt: skip
-            for future in futures:
-                if not future.done():
-                    future.set_exception(error)
+            self._fail(futures, f"the queue is unavailable: {exc}")
+            return
+        except Exception:  # a bug must not strand the waiters, nor end this task
+            log.exception("enqueue of %d job(s) failed", len(payloads))
+            self._fail(futures, "the queue is unavailable")
             return
         for future in futures:
             if not future.done():
                 future.set_result(None)
+
+    def _fail(self, futures: list[asyncio.Future[None]], message: str) -> None:
+        error = Rejected(503, "redis_unavailable", message, self.retry_after_s)
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)

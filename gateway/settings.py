@@ -16,6 +16,12 @@ class GatewaySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CODEPOOL_", extra="ignore")
 
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis holding the queue.")
+    redis_max_connections: int = Field(
+        32, ge=1, le=10_000, description="Redis connections open at most; more callers queue."
+    )
+    redis_pool_timeout_s: float = Field(
+        5.0, gt=0, le=60, description="Longest wait for a free Redis connection; then 503."
+    )
     auth_token: SecretStr | None = Field(None, description="Bearer token; unset = no auth.")
     max_queue_depth: int = Field(
         250_000, ge=1, description="Jobs queued or running past which new work gets 429."

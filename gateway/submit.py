@@ -1,7 +1,6 @@
 """Submitting jobs and collecting their results: admission, idempotency, enqueue, deadline."""
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from redis.exceptions import RedisError
 from executor.jobs import ExecuteRequest, JobResult, Status
 from gateway.dispatcher import Dispatcher
 from gateway.errors import QueueLost, Rejected
-from gateway.idempotency import Idempotency, WaitResult, stored_reply, vanished
+from gateway.idempotency import Claim, Idempotency, WaitResult, stored_reply, vanished
 from gateway.metrics import GatewayMetrics
 from gateway.monitor import QueueMonitor
 from gateway.pending import PendingResults, Reply
@@ -84,7 +83,8 @@ class Submitter:
                            [] if single else ["items", i])
                 for i, item in enumerate(items)]  # fmt: skip
         futures: list[asyncio.Future[Reply] | asyncio.Future[WaitResult]] = []
-        fresh = await self._reserve(items, [job.id for job in jobs], futures)
+        claims = _claims(items, [job.id for job in jobs])
+        fresh = await self._reserve(items, claims, futures)
         payloads = [jobs[i].model_dump_json().encode() for i in fresh]
         for i in fresh:
             futures[i] = self.pending.add(jobs[i].id)
@@ -92,39 +92,36 @@ class Submitter:
             await self.dispatcher.enqueue(payloads)
         except Rejected as exc:
             self.pending.discard([jobs[i].id for i in fresh])
-            await self._release_quietly([items[i].idempotency_key for i in fresh])
+            self.idempotency.abandon([claims[i] for i in fresh if i in claims])
             self._reject(exc)
         self.monitor.enqueued_since_poll += len(payloads)
         deadline_mono_s = time.monotonic() + (window.deadline_at_s - window.now_s)
         return Submission([job.id for job in jobs], futures, deadline_mono_s)
 
     async def _reserve(
-        self, items: list[ExecuteRequest], job_ids: list[str],
+        self, items: list[ExecuteRequest], claims: dict[int, Claim],
         futures: list["asyncio.Future[Reply] | asyncio.Future[WaitResult]"],
     ) -> list[int]:  # fmt: skip
         """Fills ``futures`` for repeats of earlier keys; returns the indices to enqueue."""
         loop = asyncio.get_running_loop()
         futures.extend(loop.create_future() for _ in items)
-        keyed = [i for i, item in enumerate(items) if item.idempotency_key]
-        if not keyed:
+        if not claims:
             return list(range(len(items)))
         try:
-            values = await self.idempotency.reserve([str(items[i].idempotency_key) for i in keyed])
+            values = await self.idempotency.reserve(list(claims.values()))
         except (RedisError, OSError) as exc:
+            # Some claims may have been taken before the failure.
+            self.idempotency.abandon(list(claims.values()))
             error = Rejected(503, "redis_unavailable", str(exc), self.settings.retry_after_s)
             self._reject(error)
-        repeats: dict[int, bytes] = {i: v for i, v in zip(keyed, values, strict=True) if v}
+        repeats: dict[int, bytes] = {i: v for i, v in zip(claims, values, strict=True) if v}
         for i, value in repeats.items():
             reply = stored_reply(value)
             if reply is None:
-                futures[i] = self.idempotency.wait(str(items[i].idempotency_key))
+                futures[i] = self.idempotency.wait(claims[i].client_key)
             else:
                 futures[i].set_result(reply)
         return [i for i in range(len(items)) if i not in repeats]
-
-    async def _release_quietly(self, client_keys: list[str | None]) -> None:
-        with contextlib.suppress(RedisError, OSError):
-            await self.idempotency.release([k for k in client_keys if k])
 
     async def results(
         self, submission: Submission, lost_as_results: bool = False
@@ -180,6 +177,12 @@ class Submitter:
         reply = Reply.of(result)
         self.metrics.observe(reply, waited_s)
         return reply
+
+
+def _claims(items: list[ExecuteRequest], job_ids: list[str]) -> dict[int, Claim]:
+    """Item index -> its claim, for the items with an idempotency key."""
+    return {i: Claim(item.idempotency_key, job_ids[i])
+            for i, item in enumerate(items) if item.idempotency_key}  # fmt: skip
 
 
 def _put(done: "asyncio.Queue[int]", index: int, _: Any) -> None:

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -109,6 +110,61 @@ async def test_redis_restart_answers_503_or_completes_and_recovers(
     assert after.json()["stdout"] == "2\n"
 
 
+async def test_failed_enqueue_answers_503_at_once_and_strands_no_retry(
+    redis_server: RedisServer, workers: Workers, gateway: GatewayThread
+) -> None:
+    workers.start(0)
+    workers.wait_alive(1)
+    admin = redis_server.client()
+    key = f"enqueue-fails-{time.time_ns()}"
+    single = {"code": "print(1)", "idempotency_key": key, "deadline_s": 20}
+    # Two items with one key: the second is a repeat of the first.
+    twice = {"code": "print(2)", "idempotency_key": f"{key}-twice"}
+    batch = {"items": [twice, twice], "deadline_s": 20}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
+        # Redis takes the keys' reservations, then refuses the enqueue (XADD) and the
+        # release of the reservations (DEL), for real: the calls cannot run.
+        admin.execute_command("ACL", "SETUSER", "default", "-xadd", "-del")
+        try:
+            started = time.monotonic()
+            refused = [
+                await client.post("/v1/execute", json=single),
+                await client.post("/v1/execute/batch", json=batch),
+            ]
+            assert time.monotonic() - started < 4
+        finally:
+            admin.execute_command("ACL", "SETUSER", "default", "+@all")
+        for response in refused:
+            assert response.status_code == 503, response.text
+            assert response.json()["reason"] == "redis_unavailable"
+            assert response.headers["retry-after"]
+        # Retried as the client does (503 and not_started are safe to retry), the calls run:
+        # nothing waits for a first run that was never queued.
+        ran = await retry_until_ran(client, "/v1/execute", single, budget_s=5)
+        ran_batch = await retry_until_ran(client, "/v1/execute/batch", batch, budget_s=5)
+    assert (ran["status"], ran["stdout"]) == ("ok", "1\n")
+    assert [(r["status"], r["stdout"]) for r in ran_batch["results"]] == [("ok", "2\n")] * 2
+    assert admin.get(keys.idempotency(key)).startswith(keys.IDEMPOTENCY_RESULT_PREFIX)
+
+
+async def retry_until_ran(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], budget_s: float
+) -> dict[str, Any]:
+    """Posts ``body`` until every call in it ran (no 503, no not_started), within ``budget_s``."""
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            response = await client.post(path, json=body, timeout=budget_s)
+        except httpx.ReadTimeout:
+            pytest.fail(f"a retry was not answered within {budget_s} s")
+        answer: dict[str, Any] = response.json()
+        results = answer.get("results", [answer])
+        if response.status_code == 200 and all(r["status"] != "not_started" for r in results):
+            return answer
+        assert time.monotonic() < deadline, f"still refused after {budget_s} s: {answer}"
+        await asyncio.sleep(0.1)
+
+
 def _queued(reply_to: str) -> bytes:
     now_s = time.time()
     job = QueuedJob(
@@ -193,6 +249,12 @@ def test_gateway_without_redis_is_not_ready_and_answers_503(tmp_path: Path) -> N
         response = httpx.post(f"{thread.url}/v1/execute", json={"code": "1"})
         assert response.status_code == 503
         assert response.headers["retry-after"]
+        cancel = httpx.delete(f"{thread.url}/v1/batches/some-batch")
+        assert cancel.status_code == 503, cancel.text
+        assert (cancel.json()["reason"], cancel.headers["retry-after"]) == (
+            "redis_unavailable",
+            "1",
+        )
     finally:
         thread.stop()
 

@@ -1,12 +1,14 @@
 """The native API end to end: real gateway, real Redis, real workers, real nsjail."""
 
 import asyncio
+from collections.abc import Iterator
 
 import httpx
 import orjson
 import pytest
 
 from tests.service.conftest import Stack
+from tests.service.stack import GatewayThread, gateway_settings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,3 +164,30 @@ def test_timeouts_and_memory_are_clamped_not_rejected(stack: Stack) -> None:
         json={"code": "print(1)", "timeout_s": 1e9, "memory_mb": 10**9, "deadline_s": 30},
     ).json()
     assert result["status"] == "ok"
+
+
+def chunks(body: bytes, size: int = 1000) -> Iterator[bytes]:
+    """``body`` as a stream: httpx sends it chunked, without Content-Length."""
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_body_over_the_limit_is_refused_413(stack: Stack, chunked: bool) -> None:
+    small = GatewayThread(gateway_settings(stack.redis.url, max_body_bytes=4096)).start()
+    try:
+        url = f"{small.url}/v1/execute"
+        headers = {"content-type": "application/json"}
+        big = orjson.dumps({"code": "#" * 5000 + "\nprint(1)"})
+        fits = orjson.dumps({"code": "#" * 3000 + "\nprint(1)"})
+        if chunked:
+            refused = httpx.post(url, content=chunks(big), headers=headers)
+            answered = httpx.post(url, content=chunks(fits), headers=headers, timeout=30)
+        else:
+            refused = httpx.post(url, content=big, headers=headers)
+            answered = httpx.post(url, content=fits, headers=headers, timeout=30)
+    finally:
+        small.stop()
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["reason"] == "too_large"
+    assert (answered.json()["status"], answered.json()["stdout"]) == ("ok", "1\n")

@@ -60,6 +60,31 @@ async def test_full_queue_answers_429_with_retry_after(stack: Stack) -> None:
         small.stop()
 
 
+async def test_many_more_callers_than_redis_connections_all_complete(stack: Stack) -> None:
+    # Every keyed call borrows a pooled connection to reserve its key: 128 callers share 3,
+    # and must queue for one rather than be refused (or stranded).
+    callers = 128
+    settings = gateway_settings(stack.redis.url, redis_max_connections=3)
+    small = GatewayThread(settings).start()
+    try:
+        limits = httpx.Limits(max_connections=callers)
+        async with httpx.AsyncClient(base_url=small.url, timeout=60, limits=limits) as client:
+            calls = [
+                client.post(
+                    "/v1/execute",
+                    json={"code": "print(1)", "idempotency_key": f"pool-{time.time_ns()}-{i}"},
+                )
+                for i in range(callers)
+            ]
+            responses = await asyncio.wait_for(asyncio.gather(*calls), timeout=60)
+    finally:
+        small.stop()
+    assert [r.status_code for r in responses] == [200] * callers, [
+        r.text for r in responses if r.status_code != 200
+    ][:3]
+    assert {(r.json()["status"], r.json()["stdout"]) for r in responses} == {("ok", "1\n")}
+
+
 async def test_repeated_idempotency_key_returns_the_first_result(
     client: httpx.AsyncClient,
 ) -> None:
