@@ -32,6 +32,7 @@ class SlotConfig:
     jail_code: Path
     cgroup: CgroupBackend
     tiers: tuple[tuple[str, ...], ...]  # each zygote's preload, lightest first
+    huge_pages: bool
     memory_limit_bytes: int
     pids_limit: int
     start_timeout_s: float
@@ -45,7 +46,7 @@ class SlotConfig:
     def argv(self, outside_id: int, zygote_config: dict[str, Any]) -> list[str]:
         """The nsjail command line that starts the jailed zygote with ``zygote_config``."""
         spec = JailSpec(outside_id, self.memory_limit_bytes, self.pids_limit)
-        config = {"preload": list(self.preload), **zygote_config}
+        config = {"preload": list(self.preload), "huge_pages": self.huge_pages, **zygote_config}
         python_args = ["-c", BOOTSTRAP, json.dumps(config)]
         binds = ((self.jail_code, JAIL_CODE_DIR),)
         return build_command(self.binary, self.python, self.cgroup, spec, python_args, binds)

@@ -33,6 +33,7 @@ def slot_config(
         jail_code=jail_code.root,
         cgroup=cgroups.detect(settings.cgroup, settings.cgroup_parent),
         tiers=tiers,
+        huge_pages=settings.huge_pages,
         memory_limit_bytes=(settings.max_memory_mb + settings.slot_memory_overhead_mb) * MIB,
         pids_limit=settings.max_processes + PIDS_OVERHEAD,
         start_timeout_s=settings.start_timeout_s,

@@ -34,6 +34,7 @@ class Zygote:
         self.config = config
         self.preload = preload
         self.start_s = 0.0
+        self.huge_pages = 0  # how many 2 MiB pages the zygote's heap was collapsed into
         self._jail = JailProcess(name)
 
     @property
@@ -62,6 +63,7 @@ class Zygote:
                 f"{self._jail.stderr_tail()}"
             ) from exc
         self.start_s = time.monotonic() - started
+        self.huge_pages = int(ready.get("huge_pages", 0))
         log.debug("%s ready in %.3f s: %s", self.name, self.start_s, ready)
 
     async def run(self, job: SandboxJob) -> Execution:

@@ -24,6 +24,7 @@ import sys
 from .child import prepare_std_streams, set_dumpable
 from .cleanup import wipe_work_dirs
 from .framing import read_frame, write_frame
+from .hugepages import collapse_heap
 from .process import Run, Standby
 from .sessions import host_main
 
@@ -38,8 +39,11 @@ def _preload(module_names):
     return loaded
 
 
-def _prepare_for_fork():
-    """Makes each fork cheap: nothing left for the child to initialise or to copy on write."""
+def _prepare_for_fork(huge_pages):
+    """Makes each fork cheap: nothing left for the child to initialise or to copy on write.
+
+    Returns how many huge pages the heap was collapsed into.
+    """
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # the first call pays a one-time cost; children reseed cheaply
@@ -47,6 +51,7 @@ def _prepare_for_fork():
     # Without this the child's first collection touches every preloaded object, copying
     # most of the zygote's heap (measured: 80 ms per job with numpy, sympy and scipy).
     gc.freeze()
+    return collapse_heap() if huge_pages else 0
 
 
 def _harden_self():
@@ -68,10 +73,16 @@ def main():
     os.close(devnull)
     loaded = _preload(config["preload"])
     prepare_std_streams()
-    _prepare_for_fork()
+    huge_pages = _prepare_for_fork(config.get("huge_pages", False))
     _harden_self()
     wipe_work_dirs()
-    ready = {"ready": True, "pid": os.getpid(), "python": sys.version, "preloaded": loaded}
+    ready = {
+        "ready": True,
+        "pid": os.getpid(),
+        "python": sys.version,
+        "preloaded": loaded,
+        "huge_pages": huge_pages,
+    }
     if config.get("mode") == "sessions":
         os.close(ctrl_out)
         host_main(socket.socket(fileno=ctrl_in), ready)

@@ -1,8 +1,13 @@
 """Zygote tiers: which zygote a job forks from, and that every tier runs what it is sent."""
 
+import platform
+from pathlib import Path
+
 import pytest
 
 from executor.jobs import Status
+from executor.limits import JobLimits, SandboxJob
+from executor.pool import SlotPool
 from executor.settings import SandboxSettings
 from executor.tiers import TierRouter, imported_roots
 from tests.executor.conftest import RunCode
@@ -62,8 +67,7 @@ def test_only_proper_subsets_of_the_preload_become_lighter_tiers() -> None:
 async def test_each_job_runs_in_the_zygote_of_its_tier(run_code: RunCode) -> None:
     # The probe spells the names in pieces: naming a module is enough to route to its tier.
     probe = (
-        "print(sorted(m for m in ('num' + 'py', 'sym' + 'py', 'sci' + 'py')"
-        " if m in sys.modules))"
+        "print(sorted(m for m in ('num' + 'py', 'sym' + 'py', 'sci' + 'py') if m in sys.modules))"
     )
     light = await run_code(f"import sys; {probe}")
     numeric = await run_code(f"import sys, numpy; {probe}")
@@ -77,3 +81,37 @@ async def test_code_sent_too_light_still_runs(run_code: RunCode) -> None:
     # An import the router cannot see (built at run time) happens in the job itself.
     result = await run_code("m = __import__('sym' + 'py'); print(m.factorint(12))")
     assert (result.status, result.stdout) == (Status.OK, "{2: 2, 3: 1}\n")
+
+
+def _kernel_can_collapse() -> bool:
+    """MADV_COLLAPSE needs Linux 6.1+ and transparent huge pages not set to ``never``."""
+    major, minor = (int(part) for part in platform.release().split(".")[:2])
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return (major, minor) >= (6, 1) and thp.exists() and "[never]" not in thp.read_text()
+
+
+async def test_the_full_zygotes_heap_is_in_huge_pages(sandbox_settings: SandboxSettings) -> None:
+    settings = sandbox_settings.model_copy(update={"slots": 1})
+    pool = SlotPool(settings)
+    await pool.start()
+    plain = SlotPool(settings.model_copy(update={"huge_pages": False}))
+    await plain.start()
+    try:
+        (slot,) = pool.slots()
+        full = slot.zygotes[-1]
+        if _kernel_can_collapse():
+            assert full.huge_pages >= 8  # 22 here: 44 of its ~56 MiB heap
+        else:
+            assert full.huge_pages == 0
+        assert [z.huge_pages for z in plain.slots()[0].zygotes] == [0, 0, 0]
+        # Same answers either way.
+        code = "import sympy; print(sympy.factorint(2**32 + 1))"
+        job = SandboxJob(code, JobLimits.resolve(settings))
+        assert (
+            (await pool.run(job)).stdout
+            == (await plain.run(job)).stdout
+            == "{641: 1, 6700417: 1}\n"
+        )
+    finally:
+        await pool.stop()
+        await plain.stop()
