@@ -76,6 +76,8 @@ def worker(
     log_level: str = typer.Option("info"),
 ) -> None:
     """Run one sandbox worker process (drains in-flight jobs on SIGTERM)."""
+    import uvloop
+
     from executor.nsjail import SandboxUnavailable
     from executor.settings import SandboxSettings
     from executor.worker import check as check_alive
@@ -89,7 +91,8 @@ def worker(
         raise typer.Exit(0 if asyncio.run(check_alive(settings)) else 1)
     sandbox = _settings(SandboxSettings, slots=slots)
     try:
-        asyncio.run(serve_worker(settings, sandbox))
+        # uvloop: the worker's pipes to its jails and its Redis traffic cost less CPU per job.
+        asyncio.run(serve_worker(settings, sandbox), loop_factory=uvloop.new_event_loop)
     except SandboxUnavailable as exc:
         typer.echo(f"the sandbox cannot run on this host: {exc}", err=True)
         raise typer.Exit(3) from None
