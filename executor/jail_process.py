@@ -2,6 +2,7 @@
 
 import asyncio
 import collections
+import contextlib
 import ctypes
 import json
 import logging
@@ -101,7 +102,9 @@ class JailProcess:
                     await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
                     break
                 except TimeoutError:
-                    proc.send_signal(sig)
+                    # Gone meanwhile (uvloop says so with ProcessLookupError): nothing to stop.
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.send_signal(sig)
             await proc.wait()
         if self._stderr_task is not None:
             await self._stderr_task

@@ -24,8 +24,8 @@ def imported_roots(code: str) -> set[str]:
     roots: set[str] = set()
     for names, module in _IMPORT.findall(code):
         for entry in names.split(",") if names else (module,):
-            dotted = entry.split()[0] if entry.split() else ""
-            root = dotted.split(".")[0].strip("()")
+            words = entry.split()  # "numpy.linalg as la" -> "numpy"
+            root = words[0].split(".")[0].strip("()") if words else ""
             if root.isidentifier():
                 roots.add(root)
     return roots
