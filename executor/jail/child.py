@@ -6,6 +6,7 @@ Runs inside the jail with the zygote's preloaded modules already imported.
 import _signal
 import ast
 import builtins
+import json
 import os
 import resource
 import signal
@@ -49,13 +50,24 @@ def apply_limits(limits):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def enter_workload(limits):
-    """What every process that runs user code does first: cwd, /proc access, limits, streams."""
+def prepare_workload():
+    """What a process that will run user code can do before it knows the code.
+
+    A standby child does this while its slot is idle, so that neither the work nor the
+    copy-on-write faults it causes (the compiler's, the report's) are on a job's clock.
+    """
     os.chdir(WORK_DIR)
     set_dumpable(1)
     _signal.signal(signal.SIGINT, signal.default_int_handler)  # C-level: fewer pages touched
-    apply_limits(limits)
     sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
+    exec(compile("_ = [str(n) for n in range(2)]", CODE_FILENAME, "exec"), new_namespace())
+    json.dumps({"exit_code": 0, "cpu_s": cpu_and_rss()[0], "memory_error": False})
+
+
+def enter_workload(limits):
+    """What every process that runs user code does first: cwd, /proc access, limits."""
+    prepare_workload()
+    apply_limits(limits)
 
 
 def prepare_std_streams():
@@ -146,10 +158,11 @@ def cpu_and_rss():
 
 
 def child_main(job, status_fd):
-    """Runs in the forked child: limits, std streams, then the code. Never returns."""
+    """In a standby child prepared by ``prepare_workload``: limits, files, code. Never returns."""
     exit_code, memory_error = 1, False
+    prepared_cpu_s = cpu_and_rss()[0]  # the standby's own preparation is not the job's
     try:
-        enter_workload(job)
+        apply_limits(job)
         _write_files(job["files"])
         exit_code, memory_error = run_code(job["code"], job["echo_last_expr"], new_namespace())
     except BaseException as exc:  # our own set-up failed (a bad file path, say): on stderr
@@ -163,6 +176,7 @@ def child_main(job, status_fd):
         os.close(1)
         os.close(2)
         cpu_s, max_rss_bytes = cpu_and_rss()
+        cpu_s = max(0.0, cpu_s - prepared_cpu_s)
         report = {"exit_code": exit_code, "memory_error": memory_error, "cpu_s": cpu_s}
         # The child's last words, so that the zygote can answer before teardown ends.
         write_frame(status_fd, {**report, "max_rss_bytes": max_rss_bytes})

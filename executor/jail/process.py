@@ -8,7 +8,7 @@ import sys
 import time
 
 from .capture import Capture, read_available
-from .child import child_main
+from .child import child_main, prepare_workload
 from .cleanup import end_all_other_processes
 from .framing import FrameBuffer
 
@@ -59,6 +59,7 @@ class Standby:
             os.dup2(err_w, 2)
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
+            prepare_workload()
             job = _read_job(job_r)
             os.close(job_r)
             if job is None:

@@ -95,3 +95,20 @@ async def test_moderate_output_is_kept_head_and_tail_with_a_marker(run_code: Run
     assert result.stdout.startswith("0\n1\n2\n")
     assert result.stdout.endswith("19998\n19999\n")
     assert "[... codepool:" in result.stdout
+
+
+async def test_a_prepared_standby_starts_the_job_as_a_script_would(run_code: RunCode) -> None:
+    # The standby child prepares itself before its job arrives; none of it may show.
+    code = """
+import os, signal, sys
+print(os.getcwd(), sys.path[0], sorted(k for k in globals() if not k.startswith('__')))
+print(len(os.listdir('/proc/self/fd')) >= 3)  # dumpable again: its own /proc is readable
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+except KeyboardInterrupt:
+    print('KeyboardInterrupt')
+"""
+    result = await run_code(code)
+    assert result.status == Status.OK, result.stderr
+    assert result.stdout == "/work /work ['os', 'signal', 'sys']\nTrue\nKeyboardInterrupt\n"
+    assert result.cpu_s is not None and result.cpu_s < 1.0
