@@ -107,7 +107,7 @@ class SlotPool:
         if failure is not None:
             raise failure
         for slot in slots:
-            self._started(slot)
+            self._started(slot.start_s)
             self._idle.put_nowait(slot)
 
     async def stop(self) -> None:
@@ -140,10 +140,10 @@ class SlotPool:
             except SlotFailure as exc:
                 self.slot_failures += 1
                 log.warning("slot %d failed (attempt %d): %s", slot.index, attempt + 1, exc)
-                self._replace(slot)
+                self._replace(slot, tier)
                 continue
-            if slot.jobs_run >= self.settings.recycle_after_jobs:
-                self._replace(slot)
+            if slot.recycle_due(tier):
+                self._replace(slot, tier)
             else:
                 self._idle.put_nowait(slot)
             return result
@@ -154,7 +154,7 @@ class SlotPool:
         started = time.monotonic()
         try:
             await slot.start()
-            self._started(slot)
+            self._started(slot.start_s)
             result = await slot.run(job, 0)
         except (SlotFailure, RuntimeError) as exc:
             log.warning("fresh jail failed: %s", exc)
@@ -171,33 +171,33 @@ class SlotPool:
             await slot.stop()
 
     def _new_slot(self, index: int) -> Slot:
-        slot = Slot(index, self.settings.uid_base + index, self._require_config())
+        config = self._require_config()
+        slot = Slot(index, self.settings.uid_base + index, config, self.settings.recycle_after_jobs)
         self._slots[index] = slot
         return slot
 
-    def _replace(self, old: Slot) -> None:
+    def _replace(self, slot: Slot, tier: int) -> None:
+        """Restarts the slot's zygote of ``tier`` in the background; the slot returns after."""
         self.restarts += 1
-        task = asyncio.create_task(self._restart(old))
+        task = asyncio.create_task(self._restart(slot, tier))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _restart(self, old: Slot) -> None:
-        await old.stop()
+    async def _restart(self, slot: Slot, tier: int) -> None:
         while True:
-            slot = self._new_slot(old.index)
             try:
-                await slot.start()
+                start_s = await slot.restart(tier)
             except RuntimeError as exc:
-                log.error("slot %d could not restart, retrying: %s", old.index, exc)
+                log.error("slot %d tier %d could not restart, retrying: %s", slot.index, tier, exc)
                 await asyncio.sleep(1.0)
                 continue
-            self._started(slot)
+            self._started(start_s)
             self._idle.put_nowait(slot)
             return
 
-    def _started(self, slot: Slot) -> None:
+    def _started(self, start_s: float) -> None:
         if self._on_slot_start is not None:
-            self._on_slot_start(slot.start_s)
+            self._on_slot_start(start_s)
 
     def _require_config(self) -> SlotConfig:
         if self._config is None:

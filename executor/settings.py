@@ -77,7 +77,9 @@ class SandboxSettings(BaseSettings):
         True,
         description="Collapse each zygote's heap into 2 MiB pages (MADV_COLLAPSE): cheaper forks.",
     )
-    recycle_after_jobs: int = Field(1000, ge=1, description="Restart a slot after this many jobs.")
+    recycle_after_jobs: int = Field(
+        1000, ge=1, description="Restart a zygote after this many jobs (spread by up to 1/4)."
+    )
     uid_base: int = Field(
         200_000, ge=1000, description="Outside uid/gid of slot i is uid_base + i; never root."
     )

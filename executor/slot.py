@@ -6,6 +6,7 @@ never run jobs at the same time, and each jail has its own pid, mount and ipc na
 
 import asyncio
 import logging
+import random
 import time
 
 from executor import framing
@@ -33,6 +34,7 @@ class Zygote:
         self.outside_id = outside_id
         self.config = config
         self.preload = preload
+        self.jobs_run = 0
         self.start_s = 0.0
         self.huge_pages = 0  # how many 2 MiB pages the zygote's heap was collapsed into
         self._jail = JailProcess(name)
@@ -72,6 +74,7 @@ class Zygote:
         if proc is None or proc.stdin is None or proc.stdout is None or not self.alive:
             raise SlotFailure(f"{self.name} is not running")
         budget_s = job.limits.timeout_s + self.config.kill_grace_s + WIPE_MARGIN_S
+        self.jobs_run += 1
         try:
             proc.stdin.write(framing.encode(job.to_wire()))
             await proc.stdin.drain()
@@ -95,17 +98,36 @@ class Zygote:
 
 
 class Slot:
-    """One job at a time, on the slot's zygote of the tier the pool chose for it."""
+    """One job at a time, on the slot's zygote of the tier the pool chose for it.
 
-    def __init__(self, index: int, outside_id: int, config: SlotConfig) -> None:
+    Each zygote is recycled on its own after about ``recycle_after_jobs`` jobs; the count is
+    spread by up to a quarter per zygote, so that slots started together (a worker's whole
+    pool) do not all restart their zygotes in the same second.
+    """
+
+    def __init__(
+        self, index: int, outside_id: int, config: SlotConfig, recycle_after_jobs: int = 0
+    ) -> None:
         self.index = index
         self.outside_id = outside_id
-        self.jobs_run = 0
         self.busy = False
-        self.zygotes = [
-            Zygote(f"slot {index} tier {tier}", outside_id, config, preload)
-            for tier, preload in enumerate(config.tiers)
-        ]
+        self._config = config
+        self._recycle_after_jobs = recycle_after_jobs
+        self.zygotes = [self._new_zygote(tier) for tier in range(len(config.tiers))]
+        self.recycle_at = [self._recycle_point() for _ in self.zygotes]  # per tier; 0: never
+
+    def _new_zygote(self, tier: int) -> Zygote:
+        name = f"slot {self.index} tier {tier}"
+        return Zygote(name, self.outside_id, self._config, self._config.tiers[tier])
+
+    def _recycle_point(self) -> int:
+        jobs = self._recycle_after_jobs
+        return jobs + random.randrange(max(1, jobs // 4)) if jobs else 0
+
+    def recycle_due(self, tier: int) -> bool:
+        """True when the zygote of ``tier`` has run its share of jobs and should restart."""
+        at = self.recycle_at[tier]
+        return bool(at) and self.zygotes[tier].jobs_run >= at
 
     @property
     def alive(self) -> bool:
@@ -139,7 +161,18 @@ class Slot:
             return await self.zygotes[tier].run(job)
         finally:
             self.busy = False
-            self.jobs_run += 1
+
+    async def restart(self, tier: int) -> float:
+        """Replaces the zygote of ``tier`` with a fresh one; returns its start time in seconds.
+
+        Raises SandboxUnavailable if the new one cannot start (the slot then lacks that tier
+        until a later restart succeeds).
+        """
+        await self.zygotes[tier].stop()
+        self.zygotes[tier] = self._new_zygote(tier)
+        self.recycle_at[tier] = self._recycle_point()
+        await self.zygotes[tier].start()
+        return self.zygotes[tier].start_s
 
     async def stop(self) -> None:
         """Ends every zygote's jail."""

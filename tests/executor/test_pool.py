@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from executor import cgroups
+from executor.jail_process import SlotConfig
 from executor.jobs import Status
-from executor.limits import JobLimits, SandboxJob
+from executor.limits import MIB, JobLimits, SandboxJob
 from executor.nsjail import SandboxUnavailable
 from executor.pool import SlotPool
 from executor.settings import SandboxSettings
+from executor.slot import Slot
 
 
 def job(settings: SandboxSettings, code: str, timeout_s: float | None = None) -> SandboxJob:
@@ -99,20 +102,34 @@ async def test_sleeping_jobs_do_not_hold_cores(sandbox_settings: SandboxSettings
         await pool.stop()
 
 
-async def test_slots_are_recycled_after_k_jobs(sandbox_settings: SandboxSettings) -> None:
+async def test_zygotes_are_recycled_after_k_jobs(sandbox_settings: SandboxSettings) -> None:
     pool = SlotPool(sandbox_settings.model_copy(update={"slots": 1, "recycle_after_jobs": 2}))
     await pool.start()
     try:
-        pids = []
+        (slot,) = pool.slots()
+        first = slot.pids
         for _ in range(5):
             result = await pool.run(job(sandbox_settings, "print('ok')"))
             assert result.stdout == "ok\n"
-            pids.append(pool.slots()[0].pids)
         assert pool.restarts >= 2
         assert pool.slot_failures == 0
-        assert len(set(pids)) >= 2
+        # Only the zygote that ran the jobs (the bare one) was restarted.
+        assert slot.pids[0] != first[0]
+        assert slot.pids[1:] == first[1:]
     finally:
         await pool.stop()
+
+
+def test_recycling_is_spread_so_slots_do_not_restart_together() -> None:
+    config = SlotConfig(
+        binary=Path("/bin/true"), python=Path("/bin/true"), jail_code=Path("/"),
+        cgroup=cgroups.detect("off", "codepool"), tiers=((), ("numpy",)), huge_pages=False,
+        memory_limit_bytes=MIB, pids_limit=8, start_timeout_s=1.0, kill_grace_s=1.0,
+    )  # fmt: skip
+    points = [at for i in range(8) for at in Slot(i, 1000 + i, config, 1000).recycle_at]
+    assert all(1000 <= at < 1250 for at in points)
+    assert len(set(points)) > 1
+    assert Slot(0, 1000, config, 2).recycle_at == [2, 2]  # small counts stay exact
 
 
 async def test_a_jail_killed_mid_job_is_replaced_and_the_job_retried(
