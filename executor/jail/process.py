@@ -52,21 +52,27 @@ class Standby:
         self.status_r, status_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
-            for fd in (*ctrl_fds, self.job_w, self.in_w, self.out_r, self.err_r, self.status_r):
-                os.close(fd)
-            os.dup2(in_r, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            for fd in (in_r, out_w, err_w):
-                os.close(fd)
-            prepare_workload()
-            job = _read_job(job_r)
-            os.close(job_r)
-            if job is None:
-                os._exit(0)
-            child_main(job, status_w)
+            try:
+                self._become_child(ctrl_fds, job_r, in_r, out_w, err_w, status_w)
+            finally:  # whatever happened, the copy of the zygote never returns into its loop
+                os._exit(1)
         for fd in (job_r, in_r, out_w, err_w, status_w):
             os.close(fd)
+
+    def _become_child(self, ctrl_fds, job_r, in_r, out_w, err_w, status_w):
+        for fd in (*ctrl_fds, self.job_w, self.in_w, self.out_r, self.err_r, self.status_r):
+            os.close(fd)
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        prepare_workload()
+        job = _read_job(job_r)
+        os.close(job_r)
+        if job is None:
+            os._exit(0)
+        child_main(job, status_w)
 
 
 class Run:
