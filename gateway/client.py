@@ -283,7 +283,7 @@ class CodepoolClient:
     def _handle_response(self, batch: list[_Pending], response: httpx.Response) -> None:
         if response.status_code in RETRY_SAFE_HTTP_CODES:
             self.stats.requests_rate_limited += response.status_code == 429
-            delay_s = _retry_after_s(response.headers.get("retry-after"))
+            delay_s = retry_after_s(response.headers.get("retry-after"))
             self._retry(batch, f"HTTP {response.status_code}", delay_s)
             return
         if response.status_code != 200:
@@ -341,8 +341,7 @@ class CodepoolClient:
                 self._enqueue(pending)
 
     def _backoff_s(self, attempt: int) -> float:
-        base_s = self.settings.backoff_initial_s * 2.0**attempt
-        return min(self.settings.backoff_max_s, base_s) * (0.5 + random.random() / 2)
+        return backoff_s(attempt, self.settings.backoff_initial_s, self.settings.backoff_max_s)
 
     def _fail_all(self, batch: list[_Pending], problem: str) -> None:
         for pending in batch:
@@ -359,7 +358,12 @@ def _fail(pending: _Pending, message: str) -> None:
         pending.future.set_exception(ServiceError(message))
 
 
-def _retry_after_s(header: str | None) -> float | None:
+def backoff_s(attempt: int, initial_s: float, max_s: float) -> float:
+    """Exponential backoff for retry ``attempt`` (1, 2, ...), capped, with jitter (50-100%)."""
+    return min(max_s, initial_s * 2.0**attempt) * (0.5 + random.random() / 2)
+
+
+def retry_after_s(header: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header; ``None`` for absent or date-valued headers."""
     if header is None:
         return None

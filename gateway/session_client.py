@@ -8,13 +8,12 @@ worker or an unreachable service raises :class:`ServiceError` (never the policy'
 
 import asyncio
 import contextlib
-import random
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from gateway.client import ExecuteResult, ServiceError
+from gateway.client import ExecuteResult, ServiceError, backoff_s, retry_after_s
 
 RETRY_SAFE_HTTP_CODES = frozenset({429, 503})
 
@@ -94,6 +93,7 @@ class SessionClient:
         self, method: str, path: str, body: dict[str, Any] | None, retry_busy: bool = False
     ) -> Any:
         for attempt in range(1, self.settings.max_attempts + 1):
+            wait_s: float | None = None
             try:
                 response = await self._http.request(method, path, json=body)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
@@ -106,12 +106,13 @@ class SessionClient:
                 if not (retry_busy and response.status_code in RETRY_SAFE_HTTP_CODES):
                     raise _problem(path, response)
                 problem = f"HTTP {response.status_code}"
-            await asyncio.sleep(self._backoff_s(attempt))
+                wait_s = retry_after_s(response.headers.get("Retry-After"))
+            if wait_s is None:
+                wait_s = backoff_s(
+                    attempt, self.settings.backoff_initial_s, self.settings.backoff_max_s
+                )
+            await asyncio.sleep(wait_s)
         raise ServiceError(f"{method} {path}: gave up after retries ({problem})")
-
-    def _backoff_s(self, attempt: int) -> float:
-        base_s = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2.0**attempt)
-        return base_s * (0.5 + random.random() / 2)
 
 
 def _problem(path: str, response: httpx.Response) -> Exception:

@@ -23,6 +23,7 @@ from gateway.client import (
     ExecuteResult,
     ServiceError,
 )
+from gateway.session_client import SessionClient, SessionClientSettings
 
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
 
@@ -231,3 +232,21 @@ async def test_bearer_token_is_sent_when_configured() -> None:
     async with client:
         await client.execute(ExecuteItem("x"))
     assert seen == ["Bearer s3cret"]
+
+
+async def test_session_client_retries_a_busy_create_after_retry_after() -> None:
+    calls: list[float] = []
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(asyncio.get_running_loop().time())
+        if len(calls) == 1:
+            return httpx.Response(429, headers={"Retry-After": "0"}, json={"detail": "busy"})
+        return httpx.Response(201, json={"id": "s1"})
+
+    # Without the header the first wait would be backoff: 0.5 s x 2 x jitter = 0.5-1 s.
+    settings = SessionClientSettings("http://codepool", backoff_initial_s=0.5)
+    http = httpx.AsyncClient(base_url=settings.base_url, transport=httpx.MockTransport(answer))
+    async with SessionClient(settings, http) as sessions:
+        assert await sessions.create() == "s1"
+    assert len(calls) == 2
+    assert calls[1] - calls[0] < 0.4  # Retry-After: 0 was honoured, not the backoff
