@@ -37,6 +37,7 @@ class Zygote:
         self.jobs_run = 0
         self.start_s = 0.0
         self.huge_pages = 0  # how many 2 MiB pages the zygote's heap was collapsed into
+        self.fork_hooks = True  # whether its children run Python's at-fork hooks (slower)
         self._jail = JailProcess(name)
 
     @property
@@ -66,6 +67,7 @@ class Zygote:
             ) from exc
         self.start_s = time.monotonic() - started
         self.huge_pages = int(ready.get("huge_pages", 0))
+        self.fork_hooks = bool(ready.get("fork_hooks", True))
         log.debug("%s ready in %.3f s: %s", self.name, self.start_s, ready)
 
     async def run(self, job: SandboxJob) -> Execution:

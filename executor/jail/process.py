@@ -4,26 +4,15 @@ import marshal
 import os
 import select
 import signal
-import sys
 import time
 
 from .capture import Capture, read_available
 from .child import child_main, prepare_workload
 from .cleanup import end_all_other_processes
+from .fork import reseed_generators
 from .framing import FrameBuffer
 
 READ_CHUNK_BYTES = 65536
-
-
-def _reseed():
-    """Fresh random state for the next child, set here where no page is shared yet.
-
-    Python's ``random`` reseeds itself in each child (an at-fork hook); numpy's global state
-    does not, and reseeding it in the child would copy ~120 shared pages per job.
-    """
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
 
 
 def _write_all(fd, data):
@@ -43,14 +32,14 @@ def _read_job(fd):
 class Standby:
     """A child forked ahead of its job, so fork's cost is paid while the slot is idle."""
 
-    def __init__(self, ctrl_fds):
-        _reseed()
+    def __init__(self, ctrl_fds, fork):
+        reseed_generators()
         job_r, self.job_w = os.pipe()
         in_r, self.in_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.status_r, status_w = os.pipe()
-        self.pid = os.fork()
+        self.pid = fork()
         if self.pid == 0:
             try:
                 self._become_child(ctrl_fds, job_r, in_r, out_w, err_w, status_w)

@@ -23,6 +23,7 @@ import sys
 
 from .child import prepare_std_streams, set_dumpable
 from .cleanup import wipe_work_dirs
+from .fork import choose_fork
 from .framing import read_frame, write_frame
 from .hugepages import collapse_heap
 from .process import Run, Standby
@@ -74,6 +75,7 @@ def main():
     loaded = _preload(config["preload"])
     prepare_std_streams()
     huge_pages = _prepare_for_fork(config.get("huge_pages", False))
+    fork = choose_fork()
     _harden_self()
     wipe_work_dirs()
     ready = {
@@ -82,18 +84,19 @@ def main():
         "python": sys.version,
         "preloaded": loaded,
         "huge_pages": huge_pages,
+        "fork_hooks": fork is os.fork,
     }
     if config.get("mode") == "sessions":
         os.close(ctrl_out)
         host_main(socket.socket(fileno=ctrl_in), ready)
         return
     write_frame(ctrl_out, ready)
-    serve_jobs(ctrl_in, ctrl_out)
+    serve_jobs(ctrl_in, ctrl_out, fork)
 
 
-def serve_jobs(ctrl_in, ctrl_out):
+def serve_jobs(ctrl_in, ctrl_out, fork):
     """One job at a time: dispatch to the standby child, answer, clean up, fork the next."""
-    standby = Standby((ctrl_in, ctrl_out))
+    standby = Standby((ctrl_in, ctrl_out), fork)
     while True:
         job = read_frame(ctrl_in)
         if job is None:
@@ -104,4 +107,4 @@ def serve_jobs(ctrl_in, ctrl_out):
         # Teardown happens after the answer: the next job waits for it, the client does not.
         run.clean_up()
         wipe_work_dirs()
-        standby = Standby((ctrl_in, ctrl_out))
+        standby = Standby((ctrl_in, ctrl_out), fork)
