@@ -20,7 +20,7 @@ from executor import heartbeat
 from executor.claim import Claimed, Claimer, ensure_group
 from executor.jobs import JobResult, QueuedJob, Status
 from executor.pool import SlotPool
-from executor.publish import publish_with_retry
+from executor.publish import Publication, Publisher
 from executor.reaper import Reaper, dead_letter
 from executor.redis_client import connect
 from executor.run import execute
@@ -50,6 +50,7 @@ class Worker:
         self.metrics = WorkerMetrics.create(busy=self._busy, idle=self._idle)
         self.pool = SlotPool(sandbox, on_slot_start=self.metrics.sandbox_start_seconds.observe)
         self.claimer = Claimer(self.redis, settings.worker_id, settings.claim_block_s)
+        self.publisher = Publisher(self.redis, settings.reply_ttl_s)
         self.reaper = Reaper(
             self.claimer, settings.reclaim_idle_s, settings.max_deliveries,
             settings.reply_ttl_s, self._reclaimed,
@@ -81,6 +82,7 @@ class Worker:
         server = self._serve_metrics()
         maintenance: asyncio.Task[None] | None = None
         session_calls: asyncio.Task[None] | None = None
+        publisher = asyncio.create_task(self.publisher.run())
         try:
             if await self._connect():
                 maintenance = asyncio.create_task(self._maintain())
@@ -90,7 +92,7 @@ class Worker:
                 await self._claim_loop()
             await self._drain()
         finally:
-            for task in (maintenance, session_calls):
+            for task in (maintenance, session_calls, publisher):
                 if task is not None:
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
@@ -155,6 +157,8 @@ class Worker:
                 continue
             delay_s = BACKOFF_FIRST_S
             self._start(claimed)
+            # Let the new jobs reach their slots before the next XREADGROUP goes out.
+            await asyncio.sleep(0)
 
     def _start(self, claimed: list[Claimed]) -> None:
         for item in claimed:
@@ -178,9 +182,7 @@ class Worker:
         self.metrics.jobs.labels(status=result.status.value).inc()
         if result.status not in (Status.NOT_STARTED, Status.CANCELLED):
             self.metrics.execution_seconds.observe(result.wall_s)
-        await publish_with_retry(
-            self.redis, item.entry_id, item.job, result, self.settings.reply_ttl_s
-        )
+        await self.publisher.publish_with_retry(Publication(item.entry_id, item.job, result))
 
     async def _execute(self, job: QueuedJob, cancelled: bool) -> JobResult:
         # The one boundary where an unexpected infrastructure failure becomes a result.

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,10 @@ log = logging.getLogger(__name__)
 READ_COUNT = 1000
 BLOCK_MS = 1000
 BACKOFF_MAX_S = 2.0
+# Trimming what was read costs a round trip: it is done at most this often, after this many
+# entries, or when the stream is quiet; not between each reply and the response it completes.
+TRIM_INTERVAL_S = 0.5
+TRIM_AFTER_ENTRIES = 5000
 
 
 def parse_reply(fields: dict[bytes, bytes]) -> Reply:
@@ -26,6 +31,12 @@ def parse_reply(fields: dict[bytes, bytes]) -> Reply:
         status=Status(fields[keys.REPLY_STATUS_FIELD.encode()].decode()),
         raw=fields[keys.REPLY_RESULT_FIELD.encode()],
     )
+
+
+def _next_id(entry_id: bytes) -> bytes:
+    """The smallest stream id after ``entry_id`` (XTRIM MINID keeps the id it is given)."""
+    ms, _, seq = entry_id.partition(b"-")
+    return ms + b"-" + str(int(seq) + 1).encode()
 
 
 class ReplyListener:
@@ -43,6 +54,8 @@ class ReplyListener:
         self.pending = pending
         self.on_reply = on_reply
         self.last_id = b"0-0"
+        self._untrimmed = 0
+        self._trimmed_at_s = 0.0
 
     def restart_from_scratch(self) -> None:
         """After Redis lost its data the stream starts again from the first id."""
@@ -65,6 +78,8 @@ class ReplyListener:
             {self.stream: self.last_id}, count=READ_COUNT, block=BLOCK_MS
         )
         if not response:
+            if self._untrimmed:
+                await self._trim()
             return
         entries: list[tuple[bytes, dict[bytes, bytes]]] = response[0][1]
         for _, fields in entries:
@@ -75,5 +90,13 @@ class ReplyListener:
                 continue
             self.on_reply(reply, self.pending.resolve(reply))
         self.last_id = entries[-1][0]
-        # Only this process reads the stream: what it has read can go.
-        await self.redis.xtrim(self.stream, minid=self.last_id)
+        self._untrimmed += len(entries)
+        due = time.monotonic() - self._trimmed_at_s >= TRIM_INTERVAL_S
+        if due or self._untrimmed >= TRIM_AFTER_ENTRIES:
+            await asyncio.sleep(0)  # the waiters just resolved send their responses first
+            await self._trim()
+
+    async def _trim(self) -> None:
+        """Only this process reads the stream: what it has read can go."""
+        await self.redis.xtrim(self.stream, minid=_next_id(self.last_id))
+        self._untrimmed, self._trimmed_at_s = 0, time.monotonic()

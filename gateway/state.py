@@ -37,8 +37,8 @@ class Services:
         task.add_done_callback(self.detached.discard)
 
 
-def get_services(request: Request) -> Services:
-    """The running app's services."""
+async def get_services(request: Request) -> Services:
+    """The running app's services (async: a plain function would run in a worker thread)."""
     services: Services = request.app.state.services
     return services
 

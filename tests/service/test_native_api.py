@@ -1,12 +1,14 @@
 """The native API end to end: real gateway, real Redis, real workers, real nsjail."""
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import httpx
 import orjson
 import pytest
 
+from executor import keys
 from tests.service.conftest import Stack
 from tests.service.stack import GatewayThread, gateway_settings
 
@@ -42,6 +44,18 @@ def test_batch_of_2000_returns_in_order_with_correct_statuses(stack: Stack) -> N
         if result["status"] == "error":
             assert result["exit_code"] == i % 7 + 1
     assert response.headers["x-batch-id"] == body["batch_id"]
+
+
+def test_read_replies_are_trimmed_from_the_reply_stream(stack: Stack) -> None:
+    items = [{"code": f"print({i})"} for i in range(50)]
+    response = httpx.post(f"{stack.url}/v1/execute/batch", json={"items": items}, timeout=60)
+    assert response.status_code == 200
+    stream = keys.reply_stream(stack.gateway.app.state.services.gateway_id)
+    redis = stack.redis.client()
+    deadline = time.monotonic() + 5  # trimmed within the trim interval, or once quiet
+    while redis.xlen(stream) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert redis.exists(stream) and redis.xlen(stream) == 0
 
 
 async def test_singles_at_concurrency_64(stack: Stack) -> None:
