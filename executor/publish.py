@@ -77,8 +77,9 @@ async def publish_all(
     for publication in publications:
         job = publication.job
         script_keys += [job.reply_to, keys.idempotency(job.idempotency_key or "")]
-        args += [publication.entry_id, job.id, publication.result.status.value,
-                 publication.result.model_dump_json(), _idempotency_action(publication)]  # fmt: skip
+        result = publication.result
+        args += [publication.entry_id, job.id, result.status.value, result.model_dump_json(),
+                 _idempotency_action(publication)]  # fmt: skip
     await script(keys=script_keys, args=args)
 
 
