@@ -8,8 +8,20 @@ import signal
 WORK_DIRS = ("/work", "/tmp", "/dev/shm")
 
 
+def _alone():
+    """True when the jail's /proc (its own pid namespace) lists no process but this one."""
+    return not any(name.isdigit() and name != "1" for name in os.listdir("/proc"))
+
+
 def end_all_other_processes():
-    """As pid 1 of the jail: SIGKILL everything else (setsid daemons included), reap it all."""
+    """As pid 1 of the jail: SIGKILL everything else (setsid daemons included), reap it all.
+
+    Most jobs leave no process behind, and nothing but a process of the jail can start one:
+    then there is nothing to do. ``kill(-1)`` is kept for the rest; it walks every task of
+    the host (3% of the machine's CPU in a trivial-job batch with 64 slots).
+    """
+    if _alone():
+        return
     with contextlib.suppress(ProcessLookupError):
         os.kill(-1, signal.SIGKILL)
     reap_all()
@@ -37,7 +49,10 @@ def _make_tree_writable(top):
 
 def wipe(path):
     """Removes everything a job left under ``path``; fails loudly if anything survives."""
-    for entry in os.scandir(path):
+    entries = list(os.scandir(path))
+    if not entries:  # the common case: one directory read
+        return
+    for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
                 _make_tree_writable(entry.path)
