@@ -23,7 +23,7 @@ import sys
 
 from .child import prepare_std_streams, set_dumpable
 from .cleanup import wipe_work_dirs
-from .fork import choose_fork
+from .fork import choose_fork, reseed_generators
 from .framing import read_frame, write_frame
 from .hugepages import collapse_heap
 from .process import Run, Standby
@@ -45,9 +45,7 @@ def _prepare_for_fork(huge_pages):
 
     Returns how many huge pages the heap was collapsed into.
     """
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()  # the first call pays a one-time cost; children reseed cheaply
+    reseed_generators()  # the first call pays a one-time cost (numpy.random's imports)
     gc.collect()
     # Without this the child's first collection touches every preloaded object, copying
     # most of the zygote's heap (measured: 80 ms per job with numpy, sympy and scipy).
