@@ -18,8 +18,8 @@ log = logging.getLogger(__name__)
 READ_COUNT = 1000
 BLOCK_MS = 1000
 BACKOFF_MAX_S = 2.0
-# Trimming what was read costs a round trip: it is done at most this often, after this many
-# entries, or when the stream is quiet; not between each reply and the response it completes.
+# Trimming what was read costs a round trip: it is done at most this often or after this many
+# entries (in a task of its own, beside the next read), and when the stream goes quiet.
 TRIM_INTERVAL_S = 0.5
 TRIM_AFTER_ENTRIES = 5000
 
@@ -56,6 +56,7 @@ class ReplyListener:
         self.last_id = b"0-0"
         self._untrimmed = 0
         self._trimmed_at_s = 0.0
+        self._trimming: asyncio.Task[None] | None = None
 
     def restart_from_scratch(self) -> None:
         """After Redis lost its data the stream starts again from the first id."""
@@ -64,14 +65,19 @@ class ReplyListener:
     async def run(self) -> None:
         """Reads forever; Redis errors are logged and retried with backoff."""
         delay_s = 0.05
-        while True:
-            try:
-                await self._read_once()
-                delay_s = 0.05
-            except (RedisError, OSError) as exc:
-                log.warning("reply listener: Redis error, retrying in %.2f s: %s", delay_s, exc)
-                await asyncio.sleep(delay_s)
-                delay_s = min(BACKOFF_MAX_S, delay_s * 2)
+        try:
+            while True:
+                try:
+                    await self._read_once()
+                    delay_s = 0.05
+                except (RedisError, OSError) as exc:
+                    log.warning("reply listener: Redis error, retrying in %.2f s: %s",
+                                delay_s, exc)  # fmt: skip
+                    await asyncio.sleep(delay_s)
+                    delay_s = min(BACKOFF_MAX_S, delay_s * 2)
+        finally:
+            if self._trimming is not None:
+                self._trimming.cancel()
 
     async def _read_once(self) -> None:
         response: Any = await self.redis.xread(
@@ -93,10 +99,22 @@ class ReplyListener:
         self._untrimmed += len(entries)
         due = time.monotonic() - self._trimmed_at_s >= TRIM_INTERVAL_S
         if due or self._untrimmed >= TRIM_AFTER_ENTRIES:
-            await asyncio.sleep(0)  # the waiters just resolved send their responses first
+            self._trim_in_background()
+
+    def _trim_in_background(self) -> None:
+        """Trims on the client's second connection while the next XREAD waits on the first."""
+        if self._trimming is None or self._trimming.done():
+            self._trimming = asyncio.create_task(self._trim_or_log())
+
+    async def _trim_or_log(self) -> None:
+        try:
             await self._trim()
+        except (RedisError, OSError) as exc:  # the next trim covers what this one missed
+            log.warning("reply listener: trimming failed: %s", exc)
 
     async def _trim(self) -> None:
         """Only this process reads the stream: what it has read can go."""
-        await self.redis.xtrim(self.stream, minid=_next_id(self.last_id))
-        self._untrimmed, self._trimmed_at_s = 0, time.monotonic()
+        read, upto = self._untrimmed, _next_id(self.last_id)
+        await self.redis.xtrim(self.stream, minid=upto)
+        self._untrimmed -= read
+        self._trimmed_at_s = time.monotonic()
