@@ -6,14 +6,13 @@ Runs inside the jail with the zygote's preloaded modules already imported.
 import _signal
 import ast
 import builtins
-import json
 import os
 import resource
 import signal
 import sys
 import traceback
 
-from .framing import write_frame
+from .framing import HEADER
 
 CODE_FILENAME = "<code>"
 WORK_DIR = "/work"
@@ -61,7 +60,7 @@ def prepare_workload():
     _signal.signal(signal.SIGINT, signal.default_int_handler)  # C-level: fewer pages touched
     sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
     exec(compile("_ = [str(n) for n in range(2)]", CODE_FILENAME, "exec"), new_namespace())
-    json.dumps({"exit_code": 0, "cpu_s": cpu_and_rss()[0], "memory_error": False})
+    report_frame(0, False, *cpu_and_rss())
 
 
 def enter_workload(limits):
@@ -157,6 +156,18 @@ def cpu_and_rss():
     return cpu_s, max(own.ru_maxrss, kids.ru_maxrss) * 1024
 
 
+def report_frame(exit_code, memory_error, cpu_s, max_rss_bytes):
+    """The child's last words as one frame of JSON, formatted without the json module.
+
+    ``json.dumps`` in a fresh child touches (and so copies) ~65 more of the zygote's pages
+    than this: 0.3-0.4 ms of every job. The zygote reads it with ``json.loads``.
+    """
+    body = b'{"exit_code": %d, "memory_error": %s, "cpu_s": %.6f, "max_rss_bytes": %d}' % (
+        exit_code, b"true" if memory_error else b"false", cpu_s, max_rss_bytes,
+    )  # fmt: skip
+    return HEADER.pack(len(body)) + body
+
+
 def child_main(job, status_fd):
     """In a standby child prepared by ``prepare_workload``: limits, files, code. Never returns."""
     exit_code, memory_error = 1, False
@@ -177,9 +188,9 @@ def child_main(job, status_fd):
         os.close(2)
         cpu_s, max_rss_bytes = cpu_and_rss()
         cpu_s = max(0.0, cpu_s - prepared_cpu_s)
-        report = {"exit_code": exit_code, "memory_error": memory_error, "cpu_s": cpu_s}
-        # The child's last words, so that the zygote can answer before teardown ends.
-        write_frame(status_fd, {**report, "max_rss_bytes": max_rss_bytes})
+        # The child's last words, so that the zygote can answer before teardown ends. One
+        # write of under PIPE_BUF bytes: it arrives whole.
+        os.write(status_fd, report_frame(exit_code, memory_error, cpu_s, max_rss_bytes))
     except BaseException:
         pass
     os._exit(exit_code)
