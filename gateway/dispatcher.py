@@ -1,4 +1,4 @@
-"""The enqueue micro-batcher: concurrent requests share pipelined XADD round trips."""
+"""The enqueue micro-batcher: concurrent requests share one XADD script call per flush."""
 
 import asyncio
 import logging
@@ -15,9 +15,19 @@ log = logging.getLogger(__name__)
 
 BUSY_WINDOW = 10  # lingers: flushes closer together than this mean requests are streaming in
 
+# One command for a whole flush: Redis runs the XADDs; the client packs one command and parses
+# one integer. The same flush as a pipeline of XADDs cost the gateway ~0.2 s of CPU per 1,000
+# jobs (redis-py packs and parses each command in Python): a batch's first jobs waited for it.
+ENQUEUE_LUA = f"""
+for i = 1, #ARGV do
+  redis.call('XADD', KEYS[1], '*', '{keys.JOB_FIELD}', ARGV[i])
+end
+return #ARGV
+"""
+
 
 class Dispatcher:
-    """One task flushes everything queued so far as one pipeline of at most ``max_items``."""
+    """One task flushes everything queued so far as one script call of at most ``max_items``."""
 
     def __init__(self, redis: Redis, max_items: int, linger_s: float, retry_after_s: int):
         self.redis = redis
@@ -28,6 +38,7 @@ class Dispatcher:
         self._queued_items = 0
         self._wakeup = asyncio.Event()
         self._last_flush_s = 0.0
+        self._enqueue = redis.register_script(ENQUEUE_LUA)
 
     async def enqueue(self, payloads: list[bytes]) -> None:
         """Adds jobs to the stream; raises Rejected (503) if Redis is unreachable."""
@@ -77,11 +88,8 @@ class Dispatcher:
         return payloads, futures
 
     async def _flush(self, payloads: list[bytes], futures: list[asyncio.Future[None]]) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for payload in payloads:
-            pipe.xadd(keys.JOBS_STREAM, {keys.JOB_FIELD: payload})
         try:
-            await pipe.execute()
+            await self._enqueue(keys=[keys.JOBS_STREAM], args=payloads)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %d job(s) failed: %s", len(payloads), exc)
             self._fail(futures, f"the queue is unavailable: {exc}")
