@@ -34,7 +34,7 @@ class GatewaySettings(BaseSettings):
         1.0, ge=0, description="A job starts only if its time limit plus this fits the deadline."
     )
     idempotency_ttl_s: int = Field(3600, ge=1, description="How long a key recalls its result.")
-    flush_max_items: int = Field(1000, ge=1, description="Most XADDs in one flush (one script call).")
+    flush_max_items: int = Field(1000, ge=1, description="Most XADDs per flush (one script call).")
     flush_linger_s: float = Field(0.001, ge=0, description="Wait for more items to batch.")
     poll_interval_s: float = Field(0.5, gt=0, description="Queue depth and worker poll period.")
     worker_stale_s: float = Field(15.0, gt=0, description="Heartbeat age that counts as dead.")
