@@ -76,6 +76,7 @@ async def publish_all(
     args: list[Any] = [keys.WORKERS_GROUP, reply_ttl_s]
     for publication in publications:
         job = publication.job
+        # Without a key the action is "" and the script never touches the placeholder name.
         script_keys += [job.reply_to, keys.idempotency(job.idempotency_key or "")]
         result = publication.result
         args += [publication.entry_id, job.id, result.status.value, result.model_dump_json(),

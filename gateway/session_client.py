@@ -13,9 +13,13 @@ from typing import Any
 
 import httpx
 
-from gateway.client import ExecuteResult, ServiceError, backoff_s, retry_after_s
-
-RETRY_SAFE_HTTP_CODES = frozenset({429, 503})
+from gateway.client import (
+    RETRY_SAFE_HTTP_CODES,
+    ExecuteResult,
+    ServiceError,
+    backoff_s,
+    retry_after_s,
+)
 
 
 class SessionEnded(Exception):
