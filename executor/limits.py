@@ -1,7 +1,6 @@
 """Per-job limits: what a request asks for, clamped by the server's maxima."""
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from executor.settings import SandboxSettings
 
@@ -49,13 +48,3 @@ class SandboxJob:
     stdin: str = ""
     files: dict[str, str] = field(default_factory=dict)
     echo_last_expr: bool = False
-
-    def to_wire(self) -> dict[str, Any]:
-        """The request frame the zygote reads."""
-        return {
-            "code": self.code,
-            "stdin": self.stdin,
-            "files": self.files,
-            "echo_last_expr": self.echo_last_expr,
-            **asdict(self.limits),
-        }

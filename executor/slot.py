@@ -9,7 +9,7 @@ import logging
 import random
 import time
 
-from executor import framing
+from executor import framing, job_wire
 from executor.jail_process import JailProcess, SlotConfig
 from executor.jobs import Execution
 from executor.limits import SandboxJob
@@ -78,15 +78,15 @@ class Zygote:
         budget_s = job.limits.timeout_s + self.config.kill_grace_s + WIPE_MARGIN_S
         self.jobs_run += 1
         try:
-            proc.stdin.write(framing.encode(job.to_wire()))
+            proc.stdin.write(job_wire.encode_job(job))
             await proc.stdin.drain()
-            message = await asyncio.wait_for(framing.read(proc.stdout), budget_s)
+            body = await asyncio.wait_for(job_wire.read_result(proc.stdout), budget_s)
+            return job_wire.decode_result(body, job.limits.cpu_time_s)
         except (framing.FrameError, TimeoutError, ConnectionError) as exc:
             await self.stop()
             raise SlotFailure(
                 f"{self.name} failed: {exc!r}; nsjail said:\n{self._jail.stderr_tail()}"
             ) from exc
-        return Execution.model_validate(message)
 
     async def stop(self) -> None:
         """Ends the jail (EOF, then SIGTERM, then SIGKILL)."""

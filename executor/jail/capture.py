@@ -37,12 +37,16 @@ class Capture:
 
     def text(self) -> str:
         """The kept bytes as text (invalid UTF-8 replaced), with a marker where bytes were cut."""
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        dropped = self.total_bytes - len(self.head) - len(self.tail)
-        marker = f"\n[... codepool: {dropped} bytes truncated ...]\n"
-        head = bytes(self.head).decode("utf-8", "replace")
-        return head + marker + bytes(self.tail).decode("utf-8", "replace")
+        return render(self.head, self.tail, self.total_bytes)
+
+
+def render(head: bytes | bytearray, tail: bytes | bytearray, total_bytes: int) -> str:
+    """A stream's kept head and tail as text, with a marker where its middle was dropped."""
+    dropped = total_bytes - len(head) - len(tail)
+    if dropped <= 0:
+        return (bytes(head) + bytes(tail)).decode("utf-8", "replace")
+    marker = f"\n[... codepool: {dropped} bytes truncated ...]\n"
+    return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")
 
 
 def read_available(fd: int, capture: Capture, budget_bytes: int) -> None:

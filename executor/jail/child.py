@@ -1,52 +1,73 @@
 """The forked child: applies the job's limits, sets up its streams, runs the code, reports.
 
-Runs inside the jail with the zygote's preloaded modules already imported.
+Runs inside the jail with the zygote's preloaded modules already imported. Everything a job's
+child calls between its fork and its exit copies the pages it writes from the zygote, so the
+per-job path here imports nothing, builds few objects and decodes its task from ``struct``
+fields (``protocol``); what can be done before the job exists is done by the standby.
 """
 
 import _signal
 import ast
+import atexit
 import builtins
+import ctypes
+import json
+import linecache
 import os
 import resource
 import signal
 import sys
 import traceback
 
-from .framing import HEADER
+from .protocol import REPORT, TASK
 
 CODE_FILENAME = "<code>"
 WORK_DIR = "/work"
 PR_SET_DUMPABLE = 4
-_libc = None
+_prctl = None
 
 
 def set_dumpable(flag):
     """Whether this process's memory and /proc files are readable by its own uid."""
-    global _libc
-    if _libc is None:
-        import ctypes
+    global _prctl
+    if _prctl is None:  # built once, in the zygote: a child only calls it
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                           ctypes.c_ulong]  # fmt: skip
+        _prctl.restype = ctypes.c_int
+    _prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
 
-        _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+
+def mapped_bytes():
+    """The address space this process maps now; a child's budget starts from its zygote's."""
+    statm = os.open("/proc/self/statm", os.O_RDONLY)  # no file object: less to copy on write
+    try:
+        return int(os.read(statm, 64).split(maxsplit=1)[0]) * resource.getpagesize()
+    finally:
+        os.close(statm)
+
+
+def apply_rlimits(cpu_time_s, memory_bytes, processes, file_size_bytes, open_files, mapped):
+    """Sets this process's rlimits; ``mapped``: what it maps already (its address-space base)."""
+    cpu_s = max(1, int(cpu_time_s + 0.999))
+    setrlimit = resource.setrlimit
+    setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    # Address space = what the zygote already maps (mostly shared, untouched) + the budget.
+    as_bytes = mapped + memory_bytes
+    setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+    setrlimit(resource.RLIMIT_FSIZE, (file_size_bytes, file_size_bytes))
+    setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+    # The zygote counts against the per-uid process limit too.
+    setrlimit(resource.RLIMIT_NPROC, (processes + 1, processes + 1))
+    setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def apply_limits(limits):
-    """Sets this process's rlimits from a job's (or a session's) limits."""
-    cpu_s = max(1, int(limits["cpu_time_s"] + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    # Address space = what the zygote already maps (mostly shared, untouched) + the budget.
-    statm = os.open("/proc/self/statm", os.O_RDONLY)  # no file object: less to copy on write
-    try:
-        mapped_bytes = int(os.read(statm, 256).split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    finally:
-        os.close(statm)
-    as_bytes = mapped_bytes + limits["memory_bytes"]
-    resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
-    # The zygote counts against the per-uid process limit too.
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"] + 1,) * 2)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    """Sets this process's rlimits from a session's limits (a dict, as JSON carries them)."""
+    apply_rlimits(
+        limits["cpu_time_s"], limits["memory_bytes"], limits["processes"],
+        limits["file_size_bytes"], limits["open_files"], mapped_bytes(),
+    )  # fmt: skip
 
 
 def prepare_workload():
@@ -54,13 +75,16 @@ def prepare_workload():
 
     A standby child does this while its slot is idle, so that neither the work nor the
     copy-on-write faults it causes (the compiler's, the report's) are on a job's clock.
+    Returns the CPU seconds spent so far, which are not the job's.
     """
     os.chdir(WORK_DIR)
     set_dumpable(1)
     _signal.signal(signal.SIGINT, signal.default_int_handler)  # C-level: fewer pages touched
     sys.path.insert(0, WORK_DIR)  # as for a script run from the working directory
     exec(compile("_ = [str(n) for n in range(2)]", CODE_FILENAME, "exec"), new_namespace())
-    report_frame(0, False, *cpu_and_rss())
+    cpu_s, max_rss_bytes = cpu_and_rss()
+    REPORT.pack(0, False, cpu_s, max_rss_bytes)
+    return cpu_s
 
 
 def enter_workload(limits):
@@ -94,8 +118,6 @@ def _write_files(files):
 
 
 def _execute(code, echo_last_expr, namespace):
-    import linecache
-
     linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
     if not echo_last_expr:  # the common case skips building an AST in Python
         exec(compile(code, CODE_FILENAME, "exec"), namespace)
@@ -156,41 +178,50 @@ def cpu_and_rss():
     return cpu_s, max(own.ru_maxrss, kids.ru_maxrss) * 1024
 
 
-def report_frame(exit_code, memory_error, cpu_s, max_rss_bytes):
-    """The child's last words as one frame of JSON, formatted without the json module.
+def read_task(fd):
+    """The child's part of a job frame, read to EOF: (limits, echo_last_expr, code, files).
 
-    ``json.dumps`` in a fresh child touches (and so copies) ~65 more of the zygote's pages
-    than this: 0.3-0.4 ms of every job. The zygote reads it with ``json.loads``.
+    None if the zygote closed the pipe without a job (it is shutting down).
     """
-    body = b'{"exit_code": %d, "memory_error": %s, "cpu_s": %.6f, "max_rss_bytes": %d}' % (
-        exit_code, b"true" if memory_error else b"false", cpu_s, max_rss_bytes,
-    )  # fmt: skip
-    return HEADER.pack(len(body)) + body
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    if not chunks:
+        return None
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    *limits, echo_last_expr, code_bytes, files_bytes = TASK.unpack_from(data)
+    end = TASK.size + code_bytes
+    code = data[TASK.size : end].decode("utf-8", "surrogatepass")
+    files = json.loads(data[end : end + files_bytes]) if files_bytes else None
+    return limits, echo_last_expr, code, files
 
 
-def child_main(job, status_fd):
-    """In a standby child prepared by ``prepare_workload``: limits, files, code. Never returns."""
+def child_main(task, mapped, prepared_cpu_s, status_fd):
+    """In a standby child prepared by ``prepare_workload``: limits, files, code. Never returns.
+
+    ``mapped``: the zygote's address space at the fork; ``prepared_cpu_s``: the CPU the
+    standby spent preparing, which is not the job's.
+    """
+    limits, echo_last_expr, code, files = task
     exit_code, memory_error = 1, False
-    prepared_cpu_s = cpu_and_rss()[0]  # the standby's own preparation is not the job's
     try:
-        apply_limits(job)
-        _write_files(job["files"])
-        exit_code, memory_error = run_code(job["code"], job["echo_last_expr"], new_namespace())
+        apply_rlimits(*limits, mapped)
+        if files:
+            _write_files(files)
+        exit_code, memory_error = run_code(code, echo_last_expr, new_namespace())
     except BaseException as exc:  # our own set-up failed (a bad file path, say): on stderr
         _print_user_traceback(exc)
     try:
-        import atexit
-
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
         os.close(1)
         os.close(2)
         cpu_s, max_rss_bytes = cpu_and_rss()
-        cpu_s = max(0.0, cpu_s - prepared_cpu_s)
         # The child's last words, so that the zygote can answer before teardown ends. One
         # write of under PIPE_BUF bytes: it arrives whole.
-        os.write(status_fd, report_frame(exit_code, memory_error, cpu_s, max_rss_bytes))
+        cpu_s = max(0.0, cpu_s - prepared_cpu_s)
+        os.write(status_fd, REPORT.pack(exit_code, memory_error, cpu_s, max_rss_bytes))
     except BaseException:
         pass
     os._exit(exit_code)

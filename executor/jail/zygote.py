@@ -4,9 +4,9 @@ The ``executor.jail`` package runs in the sandbox's own interpreter: the worker 
 read-only copy of it into each jail (see ``executor/jail_code.py``), so it uses the standard
 library only and must stay compatible with Python 3.11. The worker never imports it.
 
-Protocol on the zygote's original stdin/stdout (the worker's pipes): frames of a 4-byte
-big-endian length followed by a UTF-8 JSON object. The zygote first sends ``{"ready": ...}``,
-then answers each job request with one result object.
+Protocol on the zygote's original stdin/stdout (the worker's pipes): the zygote first sends
+``{"ready": ...}`` as a JSON frame (4-byte big-endian length, then the body), then answers
+each job frame with one result frame, both binary (``protocol``).
 
 The zygote is pid 1 of the jail's pid namespace. That gives three properties for free:
 processes inside the namespace cannot SIGKILL it (the kernel ignores signals to a namespace's
@@ -22,11 +22,11 @@ import socket
 import sys
 
 from .child import prepare_std_streams, set_dumpable
-from .cleanup import wipe_work_dirs
+from .cleanup import find_tmpfs_work_dirs, wipe_work_dirs
 from .fork import choose_fork, reseed_generators
-from .framing import read_frame, write_frame
+from .framing import write_frame
 from .hugepages import collapse_heap
-from .process import Run, Standby
+from .process import Run, Standby, read_job
 from .sessions import host_main
 
 
@@ -75,6 +75,7 @@ def main():
     huge_pages = _prepare_for_fork(config.get("huge_pages", False))
     fork = choose_fork()
     _harden_self()
+    find_tmpfs_work_dirs()
     wipe_work_dirs()
     ready = {
         "ready": True,
@@ -96,12 +97,12 @@ def serve_jobs(ctrl_in, ctrl_out, fork):
     """One job at a time: dispatch to the standby child, answer, clean up, fork the next."""
     standby = Standby((ctrl_in, ctrl_out), fork)
     while True:
-        job = read_frame(ctrl_in)
+        job = read_job(ctrl_in)
         if job is None:
             return
-        run = Run(job, standby)
+        run = Run(standby, job)
         run.drain()
-        write_frame(ctrl_out, run.result())
+        run.answer(ctrl_out)
         # Teardown happens after the answer: the next job waits for it, the client does not.
         run.clean_up()
         wipe_work_dirs()

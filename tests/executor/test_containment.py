@@ -340,3 +340,25 @@ except OSError as exc:
     _, kids, errno = processes.stdout.split()
     assert int(kids) < settings.max_processes and errno == "11"  # EAGAIN
     await assert_slot_still_serves(run_code, one_slot, pid)
+
+
+async def test_scribbling_on_the_zygotes_pipes_only_changes_its_own_result(
+    run_code: RunCode, one_slot: SlotPool
+) -> None:
+    # The report pipe is open in the job (its child writes the report after the code): a job
+    # may write garbage on it, and on every other descriptor it finds. Its result then comes
+    # from its exit status; the slot and the next job are not affected.
+    pid = jail_pids(one_slot)
+    code = """
+import os
+for fd in range(3, 64):
+    try:
+        os.write(fd, b"\\x00\\x00\\x00\\x05garbage")
+    except OSError:
+        pass
+print("wrote")
+raise SystemExit(3)
+"""
+    result = await run_code(code)
+    assert (result.status, result.exit_code, result.stdout) == (Status.ERROR, 3, "wrote\n")
+    await assert_slot_still_serves(run_code, one_slot, pid)
