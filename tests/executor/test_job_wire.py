@@ -123,4 +123,3 @@ def test_a_frame_whose_lengths_do_not_add_up_is_refused() -> None:
         decode_result(body[:-1], LIMITS.cpu_time_s)
     with pytest.raises(FrameError):
         decode_result(b"\x07" + body[1:], LIMITS.cpu_time_s)  # no such verdict
-
