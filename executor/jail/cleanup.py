@@ -2,7 +2,6 @@
 
 import contextlib
 import os
-import shutil
 import signal
 
 WORK_DIRS = ("/work", "/tmp", "/dev/shm")
@@ -77,6 +76,8 @@ def wipe(path):
         try:
             if entry.is_dir(follow_symlinks=False):
                 _make_tree_writable(entry.path)
+                import shutil  # rarely needed, and a job zygote is smaller without it
+
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)

@@ -18,7 +18,6 @@ import gc
 import json
 import os
 import signal
-import socket
 import sys
 
 from .child import prepare_std_streams, set_dumpable
@@ -27,7 +26,6 @@ from .fork import choose_fork, reseed_generators
 from .framing import write_frame
 from .hugepages import collapse_heap
 from .process import Run, Standby, read_job
-from .sessions import host_main
 
 
 def _preload(module_names):
@@ -70,6 +68,9 @@ def main():
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # stray prints of preloaded modules must not corrupt the protocol
     os.close(devnull)
+    hosts_sessions = config.get("mode") == "sessions"
+    if hosts_sessions:  # imported here, not at the top: a job zygote stays smaller without it
+        from . import sessions
     loaded = _preload(config["preload"])
     prepare_std_streams()
     huge_pages = _prepare_for_fork(config.get("huge_pages", False))
@@ -85,9 +86,9 @@ def main():
         "huge_pages": huge_pages,
         "fork_hooks": fork is os.fork,
     }
-    if config.get("mode") == "sessions":
+    if hosts_sessions:
         os.close(ctrl_out)
-        host_main(socket.socket(fileno=ctrl_in), ready)
+        sessions.host_main(sessions.socket.socket(fileno=ctrl_in), ready)
         return
     write_frame(ctrl_out, ready)
     serve_jobs(ctrl_in, ctrl_out, fork)
