@@ -5,6 +5,7 @@ few objects: the job's header is unpacked, its body passed to the child unread, 
 child's report and output sent back as bytes (``protocol``).
 """
 
+import gc
 import os
 import select
 import signal
@@ -62,6 +63,9 @@ class Standby:
 
     def __init__(self, ctrl_fds, fork):
         reseed_generators()
+        # What the zygote allocated since the last fork joins the permanent generation, so a
+        # collection in the child walks (and copies the pages of) the child's objects only.
+        gc.freeze()
         mapped = mapped_bytes()  # the child's, at the fork: its address-space budget's base
         job_r, self.job_w = os.pipe()
         in_r, self.in_w = os.pipe()
