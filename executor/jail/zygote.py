@@ -43,7 +43,7 @@ def _prepare_for_fork(huge_pages):
 
     Returns how many huge pages the heap was collapsed into.
     """
-    reseed_generators()  # the first call pays a one-time cost (numpy.random's imports)
+    reseed_generators()  # the first call pays one-time costs: the generators' first seeding
     gc.collect()
     # Without this the child's first collection touches every preloaded object, copying
     # most of the zygote's heap (measured: 80 ms per job with numpy, sympy and scipy).
