@@ -51,6 +51,22 @@ def _prepare_for_fork(huge_pages):
     return collapse_heap() if huge_pages else 0
 
 
+def _schedule_as_batch():
+    """SCHED_BATCH for the zygote and every child it forks: same CPU share, no wake-up preemption.
+
+    Handing a job to a zygote wakes it; as a normal task it would preempt the worker at once,
+    which then waits to dispatch its next job (48% of the worker's busy time in a 2,000-job
+    batch was spent so, mid-write). A batch task waits for the CPU it was woken on to be given
+    up. Measured on this project's VM, 2 workers x 32 slots: +4% trivial and numpy jobs/s.
+    Returns whether the policy was taken (an unprivileged process may always lower itself).
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except OSError:
+        return False
+    return True
+
+
 def _harden_self():
     # Children run with this uid: they must not read our memory or environment. Each child
     # turns dumpable back on, so that its own /proc/self stays readable to it.
@@ -76,6 +92,7 @@ def main():
     huge_pages = _prepare_for_fork(config.get("huge_pages", False))
     fork = choose_fork()
     _harden_self()
+    batch = _schedule_as_batch()
     find_tmpfs_work_dirs()
     wipe_work_dirs()
     ready = {
@@ -85,6 +102,7 @@ def main():
         "preloaded": loaded,
         "huge_pages": huge_pages,
         "fork_hooks": fork is os.fork,
+        "sched_batch": batch,
     }
     if hosts_sessions:
         os.close(ctrl_out)

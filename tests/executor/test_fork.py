@@ -54,3 +54,11 @@ async def test_threads_logging_and_fork_work_in_a_child(run_code: RunCode, tier:
     result = await run_code(TIER_PREFIXES[tier] + THREADS_LOGGING_FORK)
     assert (result.status, result.stdout) == (Status.OK, "True 49 7 True\n"), result.stderr
     assert result.stderr == "MainThread logged\n"
+
+
+@pytest.mark.parametrize("tier", TIER_PREFIXES)
+async def test_jobs_run_as_batch_work(run_code: RunCode, tier: str) -> None:
+    # SCHED_BATCH: a job that wakes up does not preempt the worker that dispatched it.
+    code = TIER_PREFIXES[tier] + "import os; print(os.sched_getscheduler(0) == os.SCHED_BATCH)"
+    result = await run_code(code)
+    assert (result.status, result.stdout) == (Status.OK, "True\n"), result.stderr
