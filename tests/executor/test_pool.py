@@ -86,6 +86,29 @@ async def test_jailed_processes_run_as_unprivileged_outside_uids(
         await pool.stop()
 
 
+def _autogroups_enabled() -> bool:
+    flag = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    return flag.exists() and flag.read_text().strip() == "1"
+
+
+@pytest.mark.skipif(not _autogroups_enabled(), reason="this kernel groups no sessions")
+async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSettings) -> None:
+    # Each jail is a session of its own; its scheduler group must not weigh as much as the
+    # worker's, or busy jails starve the worker, Redis and the gateway.
+    pool = SlotPool(sandbox_settings.model_copy(update={"slots": 1}))
+    await pool.start()
+    try:
+        (slot,) = pool.slots()
+        for nsjail_pid in slot.pids:
+            children = Path(f"/proc/{nsjail_pid}/task/{nsjail_pid}/children").read_text()
+            (zygote,) = children.split()
+            assert Path(f"/proc/{zygote}/autogroup").read_text().split()[-2:] == ["nice", "19"]
+        own = Path("/proc/self/autogroup").read_text().split()[-2:]
+        assert own == ["nice", "0"]  # the worker's own group keeps its weight
+    finally:
+        await pool.stop()
+
+
 async def test_sleeping_jobs_do_not_hold_cores(sandbox_settings: SandboxSettings) -> None:
     slots = 8
     pool = SlotPool(sandbox_settings.model_copy(update={"slots": slots}))
