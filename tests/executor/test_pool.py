@@ -91,6 +91,16 @@ def _autogroups_enabled() -> bool:
     return flag.exists() and flag.read_text().strip() == "1"
 
 
+def autogroup_nice(pid: int | str) -> int:
+    """The nice value of the scheduler autogroup (session group) ``pid`` belongs to."""
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+
+
+def children_of(pid: int) -> list[str]:
+    """The host pids of ``pid``'s children."""
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
 @pytest.mark.skipif(not _autogroups_enabled(), reason="this kernel groups no sessions")
 async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSettings) -> None:
     # Each jail is a session of its own; its scheduler group must not weigh as much as the
@@ -100,11 +110,10 @@ async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSetti
     try:
         (slot,) = pool.slots()
         for nsjail_pid in slot.pids:
-            children = Path(f"/proc/{nsjail_pid}/task/{nsjail_pid}/children").read_text()
-            (zygote,) = children.split()
-            assert Path(f"/proc/{zygote}/autogroup").read_text().split()[-2:] == ["nice", "19"]
-        own = Path("/proc/self/autogroup").read_text().split()[-2:]
-        assert own == ["nice", "0"]  # the worker's own group keeps its weight
+            assert nsjail_pid is not None
+            (zygote,) = children_of(nsjail_pid)
+            assert autogroup_nice(zygote) == 19
+        assert autogroup_nice("self") == 0  # the worker's own group keeps its weight
     finally:
         await pool.stop()
 
