@@ -107,14 +107,18 @@ def start_gateway(children: Children, options: ServeOptions, redis_url: str) -> 
     children.start("gateway", argv, child_env(CODEPOOL_REDIS_URL=redis_url))
 
 
-def wait_ready(children: Children, url: str, timeout_s: float) -> None:
-    """Waits until the gateway answers /readyz (Redis up, a worker alive)."""
+def wait_ready(children: Children, url: str, timeout_s: float, workers: int) -> None:
+    """Waits until the gateway answers /readyz (Redis up) and sees ``workers`` workers alive.
+
+    /readyz alone is green with one worker: serve started ``workers`` and says so when all run.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if (dead := children.exited()) is not None:
             raise RuntimeError(f"{dead[0]} exited with code {dead[1]} during start-up")
         try:
-            if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+            response = httpx.get(f"{url}/readyz", timeout=1.0)
+            if response.status_code == 200 and response.json()["workers"] >= workers:
                 return
         except httpx.HTTPError:
             pass
@@ -143,7 +147,7 @@ def serve(options: ServeOptions) -> int:
         start_gateway(children, options, redis_url)
         print(f"codepool: starting {options.workers} worker(s) x {options.slots} slot(s) "
               f"at {url} (Redis {redis_url})", flush=True)  # fmt: skip
-        wait_ready(children, url, options.ready_timeout_s)
+        wait_ready(children, url, options.ready_timeout_s, options.workers)
         print(f"codepool: ready at {url}  (docs: {url}/docs; Ctrl-C stops)", flush=True)
         supervise(children)
     except Stop as stop:
