@@ -10,6 +10,7 @@ log = logging.getLogger(__name__)
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids")
+JAIL_CGROUP_PREFIX = "NSJAIL."  # nsjail names each jail's cgroup after its jailed process's pid
 
 
 @dataclass(frozen=True)
@@ -22,12 +23,36 @@ class CgroupBackend:
     reason: str = ""
 
 
+def remove_stale_jail_cgroups(parent: Path) -> int:
+    """Removes the cgroups of jails whose process is gone; returns how many.
+
+    nsjail removes a jail's cgroup when it exits, but not when it is killed (a worker that
+    dies takes its jails down with SIGKILL): their empty cgroups would pile up under
+    ``parent``. A cgroup whose process still runs is kept, and the kernel refuses to remove
+    one that holds any process, so a live jail's cgroup is never touched.
+    """
+    removed = 0
+    for path in parent.glob(JAIL_CGROUP_PREFIX + "*"):
+        pid = path.name.removeprefix(JAIL_CGROUP_PREFIX)
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            path.rmdir()
+            removed += 1
+        except OSError as exc:  # gone meanwhile, or not empty after all
+            log.debug("kept %s: %s", path, exc)
+    if removed:
+        log.info("removed %d stale jail cgroup(s) under %s", removed, parent)
+    return removed
+
+
 def _prepare_v1(parent: str) -> CgroupBackend:
     for controller in V1_CONTROLLERS:
         path = CGROUP_ROOT / controller / parent
         path.mkdir(exist_ok=True)
         if not os.access(path, os.W_OK):
             raise PermissionError(f"{path} is not writable")
+        remove_stale_jail_cgroups(path)
     return CgroupBackend("v1", parent=parent)
 
 
@@ -47,6 +72,7 @@ def _prepare_v2(parent: str) -> CgroupBackend:
     jails = base / parent
     jails.mkdir(exist_ok=True)
     (jails / "cgroup.subtree_control").write_text("+memory +pids")
+    remove_stale_jail_cgroups(jails)
     return CgroupBackend("v2", v2_mount=jails)
 
 

@@ -96,11 +96,6 @@ def autogroup_nice(pid: int | str) -> int:
     return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
 
 
-def children_of(pid: int) -> list[str]:
-    """The host pids of ``pid``'s children."""
-    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-
-
 @pytest.mark.skipif(not _autogroups_enabled(), reason="this kernel groups no sessions")
 async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSettings) -> None:
     # Each jail is a session of its own; its scheduler group must not weigh as much as the
@@ -111,7 +106,7 @@ async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSetti
         (slot,) = pool.slots()
         for nsjail_pid in slot.pids:
             assert nsjail_pid is not None
-            (zygote,) = children_of(nsjail_pid)
+            (zygote,) = _children(nsjail_pid)
             assert autogroup_nice(zygote) == 19
         assert autogroup_nice("self") == 0  # the worker's own group keeps its weight
     finally:
@@ -292,3 +287,32 @@ async def test_jails_get_cgroup_memory_and_pids_limits(sandbox_settings: Sandbox
             assert pids_limit == config.pids_limit
     finally:
         await pool.stop()
+
+
+def _jail_cgroup_parents(kind: str, cgroup: cgroups.CgroupBackend) -> list[Path]:
+    if kind == "v1":
+        return [cgroups.CGROUP_ROOT / c / cgroup.parent for c in cgroups.V1_CONTROLLERS]
+    assert cgroup.v2_mount is not None
+    return [cgroup.v2_mount]
+
+
+def test_cgroups_of_killed_jails_are_removed(sandbox_settings: SandboxSettings) -> None:
+    # A jail whose nsjail was SIGKILLed leaves its empty cgroup behind; the next start
+    # removes it, and leaves alone the cgroup of a process that still runs.
+    backend = cgroups.detect(sandbox_settings.cgroup, sandbox_settings.cgroup_parent)
+    if backend.kind == "off":
+        pytest.fail(f"this host should allow cgroups: {backend.reason}")
+    parents = _jail_cgroup_parents(backend.kind, backend)
+    dead_pid = 2**22 + 7  # above the largest pid_max Linux allows: no process can have it
+    stale = [parent / f"NSJAIL.{dead_pid}" for parent in parents]
+    alive = [parent / f"NSJAIL.{os.getpid()}" for parent in parents]
+    try:
+        for path in (*stale, *alive):
+            path.mkdir()
+        cgroups.detect(sandbox_settings.cgroup, sandbox_settings.cgroup_parent)
+        assert [path.exists() for path in stale] == [False] * len(stale)
+        assert [path.exists() for path in alive] == [True] * len(alive)
+    finally:
+        for path in (*stale, *alive):
+            if path.exists():
+                path.rmdir()
