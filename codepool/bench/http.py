@@ -2,6 +2,11 @@
 
 The baseline, measured in the same run on the same machine, is code-judge's execution model:
 2 parallel runners, each starting a fresh ``python3 -c`` per call. Targets come from issue 3.
+
+Each baseline brackets the workload whose target it decides: half of its calls right before
+the workload, half right after, pooled. This VM's speed drifts by tens of percent within
+minutes; measured all at the start, the baselines were up to a minute older than the last
+workload they judged.
 """
 
 import asyncio
@@ -94,6 +99,17 @@ def baseline_plan(scale: float) -> dict[str, tuple[str, int]]:
             "sleep": (SLEEP, max(10, int(40 * scale)))}  # fmt: skip
 
 
+def plan(scale: float) -> list[str | Workload]:
+    """The order of measurements: every workload, and half a baseline (named) on each side of
+    the workload whose target it decides."""
+    steps: list[str | Workload] = []
+    for w in workloads(scale):
+        judged_by = w.target.baseline if w.target else None
+        steps += [judged_by, w, judged_by] if judged_by else [w]
+    unused = [name for name in baseline_plan(scale) if name not in steps]
+    return steps + unused * 2
+
+
 def find_gateway_pid(url: str) -> int | None:
     """The local process running ``codepool gateway`` on the URL's port, if there is one."""
     port = str(urlparse(url).port or 80)
@@ -155,7 +171,8 @@ def table(rows: list[tuple[Workload, Measurement]], baselines: dict[str, Measure
                    "x baseline", "target"):  # fmt: skip
         out.add_column(column, justify="right")
     for name, measured in baselines.items():
-        out.add_row(f"baseline {name} (2 x python3 -c)", *_figures(measured), "1.0x", "")
+        out.add_row(f"baseline {name} (2 x python3 -c, before + after)", *_figures(measured),
+                    "1.0x", "")  # fmt: skip
     for w, measured in rows:
         ratio = measured.calls_per_s / baselines[w.baseline].calls_per_s
         verdict = w.target.verdict(measured, baselines) if w.target else ""
@@ -170,7 +187,7 @@ def _figures(m: Measurement) -> list[str]:
 
 async def run(url: str, api: str, python: str, scale: float, token: str | None,
               gateway_pid: int | None) -> None:  # fmt: skip
-    """Measures the baselines, then every workload against ``url``, and prints one table."""
+    """Measures every workload against ``url`` and its baselines (``plan``); prints one table."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     limits = httpx.Limits(max_connections=1100, max_keepalive_connections=1100)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -180,12 +197,16 @@ async def run(url: str, api: str, python: str, scale: float, token: str | None,
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(900.0, connect=30.0),
                                  limits=limits, headers=headers) as client:  # fmt: skip
         with Progress(*columns, console=console) as progress:
-            for name, (code, calls) in baseline_plan(scale).items():
-                work = baseline_work(python, name, code, calls)
-                baselines[name] = await measure(progress, f"baseline {name}", calls, work)
-            for w in workloads(scale):
-                rows.append((w, await measure(progress, w.name, w.calls,
-                                              run_workload(client, api, w, token))))  # fmt: skip
+            snippets = baseline_plan(scale)
+            for step in plan(scale):
+                if isinstance(step, Workload):
+                    work = run_workload(client, api, step, token)
+                    rows.append((step, await measure(progress, step.name, step.calls, work)))
+                    continue
+                code, calls = snippets[step]
+                half = await measure(progress, f"baseline {step}", calls // 2,
+                                     baseline_work(python, step, code, calls // 2))  # fmt: skip
+                baselines[step] = baselines[step].pooled(half) if step in baselines else half
     console.print(table(rows, baselines))
     pid = gateway_pid or find_gateway_pid(url)
     if pid is None:

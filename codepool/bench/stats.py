@@ -14,6 +14,13 @@ class Measurement:
     latencies_s: list[float]
     errors: int = 0
 
+    def pooled(self, other: "Measurement") -> "Measurement":
+        """This measurement and ``other`` (of the same workload) as one: calls and time add."""
+        return Measurement(
+            self.label, self.calls + other.calls, self.wall_s + other.wall_s,
+            self.latencies_s + other.latencies_s, self.errors + other.errors,
+        )  # fmt: skip
+
     @property
     def calls_per_s(self) -> float:
         """Completed calls per second of wall time."""
