@@ -3,11 +3,12 @@
 import contextlib
 import os
 import signal
+import stat
 
 WORK_DIRS = ("/work", "/tmp", "/dev/shm")
 # tmpfs gives a directory a size of 20 per entry, "." and ".." included: 40 is empty.
 EMPTY_TMPFS_DIR_BYTES = 40
-_tmpfs_dirs = frozenset()
+_work_dirs = ()  # (path, mode, (atime_ns, mtime_ns), is tmpfs) of each, recorded at start
 
 
 def _alone():
@@ -57,18 +58,37 @@ def _make_tree_writable(top):
                 os.chmod(path, 0o700)
 
 
-def find_tmpfs_work_dirs():
-    """Once, at start: which of the work directories are tmpfs mounts (empty by their size)."""
-    global _tmpfs_dirs
+def record_work_dirs():
+    """Once, at start: each work directory's mode and times, and whether it is a tmpfs mount."""
+    global _work_dirs
     with open("/proc/self/mounts") as mounts:
         tmpfs = {fields[1] for fields in map(str.split, mounts) if fields[2] == "tmpfs"}
-    _tmpfs_dirs = frozenset(path for path in WORK_DIRS if path in tmpfs)
+    recorded = []
+    for path in WORK_DIRS:
+        found = os.stat(path)
+        times = (found.st_atime_ns, found.st_mtime_ns)
+        recorded.append((path, stat.S_IMODE(found.st_mode), times, path in tmpfs))
+    _work_dirs = tuple(recorded)
 
 
-def wipe(path):
-    """Removes everything a job left under ``path``; fails loudly if anything survives."""
-    if path in _tmpfs_dirs and os.stat(path).st_size == EMPTY_TMPFS_DIR_BYTES:
-        return  # the common case: one stat
+def reset(path, mode, times, is_tmpfs):
+    """Puts a work directory back as the next job must find it; fails loudly if it cannot.
+
+    The directory belongs to the jobs' uid, so a job can change more than its contents: its
+    mode (000 would fail every later job), extended attributes (data the next job could read)
+    and times. All of it is restored. An empty tmpfs directory is known by its size.
+    """
+    found = os.stat(path)
+    if stat.S_IMODE(found.st_mode) != mode:
+        os.chmod(path, mode)
+    for name in os.listxattr(path):
+        os.removexattr(path, name)
+    if not (is_tmpfs and found.st_size == EMPTY_TMPFS_DIR_BYTES):
+        _remove_contents(path)
+    os.utime(path, ns=times)
+
+
+def _remove_contents(path):
     entries = list(os.scandir(path))
     if not entries:
         return
@@ -89,6 +109,6 @@ def wipe(path):
 
 
 def wipe_work_dirs():
-    """Empties every writable directory of the jail."""
-    for path in WORK_DIRS:
-        wipe(path)
+    """Empties and restores every writable directory of the jail (``record_work_dirs`` first)."""
+    for work_dir in _work_dirs:
+        reset(*work_dir)

@@ -21,7 +21,7 @@ import signal
 import sys
 
 from .child import prepare_std_streams, set_dumpable
-from .cleanup import find_tmpfs_work_dirs, wipe_work_dirs
+from .cleanup import record_work_dirs, wipe_work_dirs
 from .fork import choose_fork, reseed_generators
 from .framing import write_frame
 from .hugepages import collapse_heap
@@ -93,7 +93,7 @@ def main():
     fork = choose_fork()
     _harden_self()
     batch = _schedule_as_batch()
-    find_tmpfs_work_dirs()
+    record_work_dirs()
     wipe_work_dirs()
     ready = {
         "ready": True,

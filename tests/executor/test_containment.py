@@ -362,3 +362,44 @@ raise SystemExit(3)
     result = await run_code(code)
     assert (result.status, result.exit_code, result.stdout) == (Status.ERROR, 3, "wrote\n")
     await assert_slot_still_serves(run_code, one_slot, pid)
+
+
+async def test_a_job_cannot_lock_the_next_one_out_of_its_work_dirs(
+    run_code: RunCode, one_slot: SlotPool
+) -> None:
+    # The work directories belong to the jobs' uid: a job can chmod them.
+    pid = jail_pids(one_slot)
+    locked = await run_code(
+        "import os\nfor d in ('/work', '/tmp', '/dev/shm'):\n    os.chmod(d, 0)\nprint('locked')"
+    )
+    assert locked.stdout == "locked\n"
+    code = """
+import os
+for d in ('/work', '/tmp', '/dev/shm'):
+    open(d + '/f', 'w').write('x')
+print(os.getcwd(), oct(os.stat('/work').st_mode & 0o7777))
+"""
+    after = await run_code(code)
+    assert (after.status, after.stdout) == (Status.OK, "/work 0o1777\n"), after.stderr
+    await assert_slot_still_serves(run_code, one_slot, pid)
+
+
+async def test_what_a_job_sets_on_its_work_dirs_does_not_reach_the_next(
+    run_code: RunCode, one_slot: SlotPool
+) -> None:
+    # Extended attributes (ACLs included) and times of the directories themselves are data
+    # a job could leave for the next one: they are removed and reset between jobs.
+    dirs = "('/work', '/tmp', '/dev/shm')"
+    before = await run_code(f"import os; print([os.stat(d).st_mtime_ns for d in {dirs}])")
+    leave = f"""
+import os
+for d in {dirs}:
+    os.setxattr(d, 'user.secret', b'from the previous job')
+    os.utime(d, ns=(123456789, 123456789))
+print('left')
+"""
+    assert (await run_code(leave)).stdout == "left\n"
+    look = (f"import os; print([os.listxattr(d) for d in {dirs}]); "
+            f"print([os.stat(d).st_mtime_ns for d in {dirs}])")  # fmt: skip
+    seen = await run_code(look)
+    assert seen.stdout == f"[[], [], []]\n{before.stdout}", seen.stderr
