@@ -6,6 +6,7 @@ the captured bytes become text with a marker where the middle of a stream was dr
 """
 
 import asyncio
+import math
 import os
 import signal
 from typing import Any
@@ -79,6 +80,8 @@ def _outcome(
 ) -> dict[str, Any]:
     if reported:  # the child's own account (its last words, written before its teardown)
         exit_code, memory_error, cpu_s, max_rss_bytes = REPORT.unpack(report)
+        if not (math.isfinite(cpu_s) and cpu_s >= 0):  # the job can write this report itself
+            cpu_s = 0.0
         return {
             "exit_code": exit_code, "signal": None, "cpu_s": cpu_s,
             "max_rss_bytes": max_rss_bytes, "memory_error": memory_error,

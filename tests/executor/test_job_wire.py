@@ -79,6 +79,13 @@ def test_a_report_gives_exit_code_cpu_and_rss() -> None:
     assert (result.stdout, result.stdout_truncated) == ("hi\n", False)
 
 
+@pytest.mark.parametrize("forged_cpu_s", [float("nan"), float("inf"), -1.0])
+def test_a_forged_report_cannot_give_an_impossible_cpu_time(forged_cpu_s: float) -> None:
+    # The report pipe is open while the job runs: a job can write a report of its own.
+    body = _result(report=REPORT.pack(0, False, forged_cpu_s, 1))
+    assert decode_result(body, LIMITS.cpu_time_s).cpu_s == 0.0
+
+
 def test_a_memory_error_report_is_memory_limit() -> None:
     body = _result(report=REPORT.pack(1, True, 0.1, 1))
     assert decode_result(body, LIMITS.cpu_time_s).status == Status.MEMORY_LIMIT
