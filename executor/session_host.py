@@ -60,7 +60,6 @@ class SessionHost:
                 f"session host {self.index} did not start ({exc!r}); nsjail said:\n"
                 f"{self._jail.stderr_tail()}"
             ) from exc
-        self._jail.yield_to_the_service()
         self.start_s = time.monotonic() - started
 
     async def open(self, limits: dict[str, Any]) -> LiveSession:

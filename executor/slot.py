@@ -65,7 +65,6 @@ class Zygote:
                 f"{self.name}: the sandbox did not start ({exc}); nsjail said:\n"
                 f"{self._jail.stderr_tail()}"
             ) from exc
-        self._jail.yield_to_the_service()
         self.start_s = time.monotonic() - started
         self.huge_pages = int(ready.get("huge_pages", 0))
         self.fork_hooks = bool(ready.get("fork_hooks", True))

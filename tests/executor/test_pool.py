@@ -86,33 +86,6 @@ async def test_jailed_processes_run_as_unprivileged_outside_uids(
         await pool.stop()
 
 
-def _autogroups_enabled() -> bool:
-    flag = Path("/proc/sys/kernel/sched_autogroup_enabled")
-    return flag.exists() and flag.read_text().strip() == "1"
-
-
-def autogroup_nice(pid: int | str) -> int:
-    """The nice value of the scheduler autogroup (session group) ``pid`` belongs to."""
-    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
-
-
-@pytest.mark.skipif(not _autogroups_enabled(), reason="this kernel groups no sessions")
-async def test_jails_yield_the_cpu_to_the_service(sandbox_settings: SandboxSettings) -> None:
-    # Each jail is a session of its own; its scheduler group must not weigh as much as the
-    # worker's, or busy jails starve the worker, Redis and the gateway.
-    pool = SlotPool(sandbox_settings.model_copy(update={"slots": 1}))
-    await pool.start()
-    try:
-        (slot,) = pool.slots()
-        for nsjail_pid in slot.pids:
-            assert nsjail_pid is not None
-            (zygote,) = _children(nsjail_pid)
-            assert autogroup_nice(zygote) == 19
-        assert autogroup_nice("self") == 0  # the worker's own group keeps its weight
-    finally:
-        await pool.stop()
-
-
 async def test_sleeping_jobs_do_not_hold_cores(sandbox_settings: SandboxSettings) -> None:
     slots = 8
     pool = SlotPool(sandbox_settings.model_copy(update={"slots": slots}))
