@@ -19,27 +19,53 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+@dataclass(frozen=True)
+class ChildSpec:
+    """How a child was started, so that it can be started again."""
+
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path | None
+
+
 @dataclass
 class Children:
     """The processes serve started, in start order."""
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    specs: dict[str, ChildSpec] = field(default_factory=dict)
 
     def start(
         self, name: str, argv: list[str], env: dict[str, str], log_path: Path | None = None
     ) -> subprocess.Popen[bytes]:
         """Starts one child in a session of its own (a terminal's Ctrl-C reaches only serve)."""
-        out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (closed below)
+        self.specs[name] = ChildSpec(argv, env, log_path)
+        proc = self._spawn(name)
+        self.procs.append((name, proc))
+        return proc
+
+    def restart(self, name: str) -> subprocess.Popen[bytes]:
+        """Starts the named child again, as it was first started; it takes the old one's place."""
+        index = next(i for i, (known, _) in enumerate(self.procs) if known == name)
+        old = self.procs[index][1]
+        if old.poll() is None:
+            raise RuntimeError(f"{name} (pid {old.pid}) is still running")
+        proc = self._spawn(name)
+        self.procs[index] = (name, proc)
+        return proc
+
+    def _spawn(self, name: str) -> subprocess.Popen[bytes]:
+        spec = self.specs[name]
+        out = open(spec.log_path, "ab") if spec.log_path else None  # noqa: SIM115 (closed below)
         try:
             proc = subprocess.Popen(
-                argv, env=env, start_new_session=True, preexec_fn=_die_with_parent,
+                spec.argv, env=spec.env, start_new_session=True, preexec_fn=_die_with_parent,
                 stdout=out, stderr=subprocess.STDOUT if out else None,
             )  # fmt: skip
         finally:
             if out is not None:
                 out.close()
         log.debug("started %s pid %d", name, proc.pid)
-        self.procs.append((name, proc))
         return proc
 
     def exited(self) -> tuple[str, int] | None:

@@ -12,7 +12,8 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -27,6 +28,10 @@ from executor.settings import SandboxSettings, SessionSettings
 log = logging.getLogger(__name__)
 
 REDIS_START_TIMEOUT_S = 10.0
+# A worker that dies is started again, unless it died this often within the window: then
+# something is wrong that a restart will not fix, and serve stops with the error.
+MAX_WORKER_RESTARTS = 5
+RESTART_WINDOW_S = 300.0
 
 
 def uid_stride(slots: int) -> int:
@@ -126,11 +131,43 @@ def wait_ready(children: Children, url: str, timeout_s: float, workers: int) -> 
     raise RuntimeError(f"not ready after {timeout_s:.0f} s")
 
 
-def supervise(children: Children) -> None:
-    """Returns when a child exits on its own (an error: serve then stops the rest)."""
-    while (dead := children.exited()) is None:
-        time.sleep(0.5)
-    raise RuntimeError(f"{dead[0]} exited with code {dead[1]}")
+@dataclass
+class RestartBudget:
+    """At most ``limit`` restarts of one child within any ``window_s``."""
+
+    limit: int = MAX_WORKER_RESTARTS
+    window_s: float = RESTART_WINDOW_S
+    _times: dict[str, deque[float]] = field(default_factory=dict)
+
+    def take(self, name: str, now_s: float) -> bool:
+        """Records a restart of ``name`` at ``now_s``; False when its budget is spent."""
+        times = self._times.setdefault(name, deque())
+        while times and now_s - times[0] > self.window_s:
+            times.popleft()
+        if len(times) >= self.limit:
+            return False
+        times.append(now_s)
+        return True
+
+
+def supervise(children: Children, budget: RestartBudget | None = None) -> None:
+    """Runs until a child that cannot be replaced exits (an error: serve then stops the rest).
+
+    A worker that exits (killed, say, or out of memory) is started again: the jobs it held
+    are reclaimed by the live workers once idle for ``reclaim_idle_s``, and its jails died
+    with it. The gateway and Redis are not restarted: Redis keeps the queue in memory only.
+    """
+    budget = budget or RestartBudget()
+    while True:
+        if (dead := children.exited()) is None:
+            time.sleep(0.5)
+            continue
+        name, code = dead
+        if not name.startswith("worker-") or not budget.take(name, time.monotonic()):
+            raise RuntimeError(f"{name} exited with code {code}")
+        print(f"codepool: {name} exited with code {code}; starting it again",
+              file=sys.stderr, flush=True)  # fmt: skip
+        children.restart(name)
 
 
 def serve(options: ServeOptions) -> int:

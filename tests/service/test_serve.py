@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -48,10 +49,25 @@ def alive(pids: set[int]) -> set[int]:
     return running
 
 
+def workers_of(serve_pid: int) -> list[int]:
+    """Pids of serve's worker processes."""
+    found = []
+    for pid in descendants(serve_pid):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:4] == [b"-m", b"codepool", b"worker"] and pid in alive({pid}):
+            found.append(pid)
+    return sorted(found)
+
+
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
-    env = {**os.environ, **TEST_SANDBOX_ENV}
+    # Jobs of a dead worker are reclaimed after 3 s idle instead of 30 s.
+    env = {**os.environ, **TEST_SANDBOX_ENV, "CODEPOOL_RECLAIM_IDLE_S": "3",
+           "CODEPOOL_CLAIM_BLOCK_S": "0.5"}  # fmt: skip
     argv = [
         sys.executable,
         "-m",
@@ -93,6 +109,7 @@ def test_serve_runs_everything_and_sigterm_leaves_no_orphan(
     proc, url = serve
     result = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=30).json()
     assert result["stdout"] == "42\n"
+    assert proc.poll() is None  # serve lives on
     status = httpx.get(f"{url}/v1/status").json()
     assert (status["workers"], status["slots"]) == (2, 4)
     family = descendants(proc.pid)
@@ -111,3 +128,33 @@ def test_killed_serve_takes_its_children_down(serve: tuple[subprocess.Popen[str]
     while alive(family):
         assert time.monotonic() < deadline, f"orphans left: {alive(family)}"
         time.sleep(0.2)
+
+
+def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
+    serve: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, url = serve
+    victim, survivor = workers_of(proc.pid)
+    jails = descendants(victim)
+    assert jails  # its nsjail processes and zygotes
+    items = [{"code": f"import time; time.sleep(0.5); print({i})"} for i in range(24)]
+    with ThreadPoolExecutor(1) as pool:
+        batch = pool.submit(
+            httpx.post, f"{url}/v1/execute/batch", json={"items": items}, timeout=90
+        )
+        time.sleep(1.0)  # each worker now runs two of the jobs
+        os.kill(victim, signal.SIGKILL)
+        results = batch.result().json()["results"]
+    assert [r["status"] for r in results] == ["ok"] * 24
+    assert [r["stdout"] for r in results] == [f"{i}\n" for i in range(24)]
+    deadline = time.monotonic() + 60
+    while len(workers := workers_of(proc.pid)) < 2:
+        assert time.monotonic() < deadline, "the killed worker was not started again"
+        time.sleep(0.2)
+    assert survivor in workers and victim not in workers
+    assert alive(jails) == set()  # the dead worker's jails died with it
+    status = httpx.get(f"{url}/v1/status").json()
+    assert (status["workers"], status["slots"]) == (2, 4)
+    result = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=30).json()
+    assert result["stdout"] == "42\n"
+    assert proc.poll() is None  # serve lives on
