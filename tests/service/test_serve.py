@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
+from executor import keys
 from tests.conftest import unique_uid_base
 from tests.service.stack import TEST_SANDBOX_ENV, free_port
 
@@ -49,17 +51,19 @@ def alive(pids: set[int]) -> set[int]:
     return running
 
 
-def workers_of(serve_pid: int) -> list[int]:
-    """Pids of serve's worker processes."""
-    found = []
+def workers_of(serve_pid: int) -> dict[str, int]:
+    """Serve's live worker processes: worker id -> pid."""
+    found = {}
     for pid in descendants(serve_pid):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
         if argv[1:4] == [b"-m", b"codepool", b"worker"] and pid in alive({pid}):
-            found.append(pid)
-    return sorted(found)
+            ids = [v.split(b"=", 1)[1] for v in environ if v.startswith(b"CODEPOOL_WORKER_ID=")]
+            found[ids[0].decode()] = pid
+    return found
 
 
 @pytest.fixture
@@ -109,7 +113,6 @@ def test_serve_runs_everything_and_sigterm_leaves_no_orphan(
     proc, url = serve
     result = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=30).json()
     assert result["stdout"] == "42\n"
-    assert proc.poll() is None  # serve lives on
     status = httpx.get(f"{url}/v1/status").json()
     assert (status["workers"], status["slots"]) == (2, 4)
     family = descendants(proc.pid)
@@ -131,10 +134,12 @@ def test_killed_serve_takes_its_children_down(serve: tuple[subprocess.Popen[str]
 
 
 def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
-    serve: tuple[subprocess.Popen[str], str],
+    serve: tuple[subprocess.Popen[str], str], tmp_path: Path
 ) -> None:
     proc, url = serve
-    victim, survivor = workers_of(proc.pid)
+    started = workers_of(proc.pid)
+    victim, survivor = started["serve-0"], started["serve-1"]
+    queue = redis.Redis(unix_socket_path=str(tmp_path / "run" / "redis.sock"))
     jails = descendants(victim)
     assert jails  # its nsjail processes and zygotes
     items = [{"code": f"import time; time.sleep(0.5); print({i})"} for i in range(24)]
@@ -143,6 +148,10 @@ def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
             httpx.post, f"{url}/v1/execute/batch", json={"items": items}, timeout=90
         )
         time.sleep(1.0)  # each worker now runs two of the jobs
+        held = queue.xpending_range(
+            keys.JOBS_STREAM, keys.WORKERS_GROUP, "-", "+", 100, consumername="serve-0"
+        )
+        assert held  # it dies holding jobs
         os.kill(victim, signal.SIGKILL)
         results = batch.result().json()["results"]
     assert [r["status"] for r in results] == ["ok"] * 24
@@ -151,10 +160,11 @@ def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
     while len(workers := workers_of(proc.pid)) < 2:
         assert time.monotonic() < deadline, "the killed worker was not started again"
         time.sleep(0.2)
-    assert survivor in workers and victim not in workers
+    assert workers["serve-1"] == survivor and workers["serve-0"] != victim
     assert alive(jails) == set()  # the dead worker's jails died with it
     status = httpx.get(f"{url}/v1/status").json()
     assert (status["workers"], status["slots"]) == (2, 4)
     result = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=30).json()
     assert result["stdout"] == "42\n"
     assert proc.poll() is None  # serve lives on
+    assert queue.xlen(keys.JOBS_STREAM) == 0  # every entry acknowledged
