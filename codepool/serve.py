@@ -28,9 +28,9 @@ from executor.settings import SandboxSettings, SessionSettings
 log = logging.getLogger(__name__)
 
 REDIS_START_TIMEOUT_S = 10.0
-# A worker that dies is started again, unless it died this often within the window: then
+# A child that dies is started again, unless it died this often within the window: then
 # something is wrong that a restart will not fix, and serve stops with the error.
-MAX_WORKER_RESTARTS = 5
+MAX_RESTARTS = 5
 RESTART_WINDOW_S = 300.0
 
 
@@ -135,7 +135,7 @@ def wait_ready(children: Children, url: str, timeout_s: float, workers: int) -> 
 class RestartBudget:
     """At most ``limit`` restarts of one child within any ``window_s``."""
 
-    limit: int = MAX_WORKER_RESTARTS
+    limit: int = MAX_RESTARTS
     window_s: float = RESTART_WINDOW_S
     _times: dict[str, deque[float]] = field(default_factory=dict)
 
@@ -151,11 +151,14 @@ class RestartBudget:
 
 
 def supervise(children: Children, budget: RestartBudget | None = None) -> None:
-    """Runs until a child that cannot be replaced exits (an error: serve then stops the rest).
+    """Runs until a child dies more often than its budget allows (an error: serve then stops).
 
-    A worker that exits (killed, say, or out of memory) is started again: the jobs it held
-    are reclaimed by the live workers once idle for ``reclaim_idle_s``, and its jails died
-    with it. The gateway and Redis are not restarted: Redis keeps the queue in memory only.
+    A child that exits on its own (killed, say, or out of memory) is started again as it was:
+    - a worker: the jobs it held are reclaimed by the live workers once idle for
+      ``reclaim_idle_s``; its jails died with it;
+    - Redis: it comes back empty on the same socket. The gateway answers the requests whose
+      jobs were queued 503 ``queue_lost``; gateway and workers reconnect by themselves;
+    - the gateway: requests it was answering fail; new ones are served again.
     """
     budget = budget or RestartBudget()
     while True:
@@ -163,8 +166,8 @@ def supervise(children: Children, budget: RestartBudget | None = None) -> None:
             time.sleep(0.5)
             continue
         name, code = dead
-        if not name.startswith("worker-") or not budget.take(name, time.monotonic()):
-            raise RuntimeError(f"{name} exited with code {code}")
+        if not budget.take(name, time.monotonic()):
+            raise RuntimeError(f"{name} exited with code {code}, too often to start it again")
         print(f"codepool: {name} exited with code {code}; starting it again",
               file=sys.stderr, flush=True)  # fmt: skip
         children.restart(name)

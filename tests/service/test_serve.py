@@ -51,19 +51,42 @@ def alive(pids: set[int]) -> set[int]:
     return running
 
 
-def workers_of(serve_pid: int) -> dict[str, int]:
-    """Serve's live worker processes: worker id -> pid."""
+def children_of(serve_pid: int) -> dict[str, int]:
+    """Serve's live children: "redis", "gateway" and each worker id -> pid."""
     found = {}
-    for pid in descendants(serve_pid):
+    for pid in alive(descendants(serve_pid)):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:4] == [b"-m", b"codepool", b"worker"] and pid in alive({pid}):
+        if b"redis-server" in argv[0]:
+            found["redis"] = pid
+        elif argv[1:4] == [b"-m", b"codepool", b"gateway"]:
+            found["gateway"] = pid
+        elif argv[1:4] == [b"-m", b"codepool", b"worker"]:
             ids = [v.split(b"=", 1)[1] for v in environ if v.startswith(b"CODEPOOL_WORKER_ID=")]
             found[ids[0].decode()] = pid
     return found
+
+
+def workers_of(serve_pid: int) -> dict[str, int]:
+    """Serve's live worker processes: worker id -> pid."""
+    return {k: v for k, v in children_of(serve_pid).items() if k.startswith("serve-")}
+
+
+def eventually_runs(url: str, timeout_s: float) -> None:
+    """Retries one small job until the service answers it (it may be restarting)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            response = httpx.post(f"{url}/v1/execute", json={"code": "print(6*7)"}, timeout=10)
+            if response.status_code == 200 and response.json()["stdout"] == "42\n":
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the service did not come back"
+        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -168,3 +191,21 @@ def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
     assert result["stdout"] == "42\n"
     assert proc.poll() is None  # serve lives on
     assert queue.xlen(keys.JOBS_STREAM) == 0  # every entry acknowledged
+
+
+@pytest.mark.parametrize("victim", ["redis", "gateway"])
+def test_a_killed_redis_or_gateway_is_started_again(
+    serve: tuple[subprocess.Popen[str], str], victim: str
+) -> None:
+    proc, url = serve
+    before = children_of(proc.pid)
+    assert set(before) == {"redis", "gateway", "serve-0", "serve-1"}
+    os.kill(before[victim], signal.SIGKILL)
+    eventually_runs(url, timeout_s=60)
+    after = children_of(proc.pid)
+    assert set(after) == set(before)
+    assert after[victim] != before[victim]
+    assert {k: after[k] for k in after if k != victim} == {
+        k: before[k] for k in before if k != victim
+    }  # nothing else was restarted
+    assert proc.poll() is None
