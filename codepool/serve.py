@@ -3,7 +3,8 @@
 Redis listens on a unix socket in a run directory (unless ``--redis-url`` is given), the
 workers and the gateway are child processes configured through ``CODEPOOL_*`` variables.
 SIGINT or SIGTERM stops the gateway, drains the workers, stops Redis, and exits: every child
-is stopped by its pid, and every child dies with serve if serve itself is killed.
+is stopped by its pid, and every child dies with serve if serve itself is killed. A child that
+dies on its own is started again (``supervise``).
 """
 
 import logging
