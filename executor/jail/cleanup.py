@@ -110,5 +110,7 @@ def _remove_contents(path):
 
 def wipe_work_dirs():
     """Empties and restores every writable directory of the jail (``record_work_dirs`` first)."""
+    if not _work_dirs:  # not recorded: nothing would be wiped, and no one would notice
+        raise RuntimeError("record_work_dirs() must run before wipe_work_dirs()")
     for work_dir in _work_dirs:
         reset(*work_dir)

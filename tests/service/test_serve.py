@@ -191,6 +191,7 @@ def test_a_killed_worker_is_started_again_and_its_jobs_still_answered(
     assert result["stdout"] == "42\n"
     assert proc.poll() is None  # serve lives on
     assert queue.xlen(keys.JOBS_STREAM) == 0  # every entry acknowledged
+    queue.close()
 
 
 @pytest.mark.parametrize("victim", ["redis", "gateway"])
